@@ -1,0 +1,242 @@
+import { partialOf, prefixedId, timestamp } from './openapi/fragments.js';
+import { apiKeySchema, merchantSchema, productSchema } from './openapi/schemas.js';
+import type { JsonSchema } from './openapi/types.js';
+
+/**
+ * Every state change of the platform is one of these events. The same envelope travels on the
+ * bus (exchange `merx.events`, routing key = event name) and, signed, to webhook subscribers.
+ */
+export interface EventDefinition {
+  /** The event name, also the envelope's `topic` and the bus routing key: `products.created`. */
+  readonly name: string;
+  /** The group a subscriber can subscribe to as a whole: `products`. */
+  readonly topic: string;
+  readonly description: string;
+  /** JSON Schema (2020-12) of `data.object`. */
+  readonly dataObjectSchema: JsonSchema;
+  /** JSON Schema of `data.previous`, for events that carry it. */
+  readonly dataPreviousSchema?: JsonSchema;
+}
+
+export type ActorType = 'api_key' | 'app' | 'user' | 'operator' | 'system';
+
+export interface EventEnvelope<TObject = Record<string, unknown>> {
+  id: string;
+  topic: string;
+  merchant_id: string;
+  created_at: string;
+  api_version: 'v1';
+  data: { object: TObject; previous?: Partial<TObject> };
+  context?: { request_id?: string | null; actor: { type: ActorType; id: string }; ip?: string | null };
+}
+
+/**
+ * Objects of resources that later issues build. Only `id` and `object` are pinned and other
+ * members are allowed; the issue that owns each resource replaces its schema with a strict one.
+ */
+function provisionalObject(objectName: string, idSchema: JsonSchema, properties: Record<string, JsonSchema> = {}): JsonSchema {
+  return {
+    type: 'object',
+    required: ['id', 'object'],
+    additionalProperties: true,
+    properties: { id: idSchema, object: { const: objectName }, ...properties },
+  };
+}
+
+const recordProperties: Record<string, JsonSchema> = {
+  source_id: prefixedId('src', 'Source that ingested the record.'),
+  external_id: { type: 'string', description: 'The record\'s id in the source system.' },
+  occurred_at: { type: 'string', format: 'date-time' },
+  data: { type: 'object', description: 'The record\'s own data, as ingested.' },
+};
+
+const ingestedObject = (objectName: string) =>
+  provisionalObject(objectName, { type: 'string', minLength: 1 }, recordProperties);
+
+const sourceObject = provisionalObject('source', prefixedId('src', 'Source id.'));
+const destinationObject = provisionalObject('destination', prefixedId('dst', 'Destination id.'));
+const ruleObject = provisionalObject('rule', prefixedId('rul', 'Rule id.'));
+const connectionObject = provisionalObject('connection', prefixedId('con', 'Connection id.'));
+const subscriptionObject = provisionalObject('webhook_subscription', prefixedId('wh', 'Webhook subscription id.'), {
+  url: { type: 'string', format: 'uri' },
+  topics: { type: 'array', items: { type: 'string' } },
+});
+const systemAlertObject = provisionalObject('system_alert', { type: 'string', minLength: 1 }, {
+  kind: { type: 'string', examples: ['endpoint_failing', 'event_dead_lettered', 'source_error'] },
+  message: { type: 'string' },
+});
+const sandboxResetObject = provisionalObject('merchant', prefixedId('mch', 'The merchant whose sandbox data was erased.'));
+
+function crudEvents(topic: string, noun: string, object: JsonSchema, strictPrevious = false): EventDefinition[] {
+  const previous = strictPrevious ? partialOf(object) : { type: 'object' };
+  return [
+    { name: `${topic}.created`, topic, description: `A ${noun} was created.`, dataObjectSchema: object },
+    {
+      name: `${topic}.updated`,
+      topic,
+      description: `A ${noun} was changed; \`previous\` holds the changed fields before the change.`,
+      dataObjectSchema: object,
+      dataPreviousSchema: previous,
+    },
+    { name: `${topic}.deleted`, topic, description: `A ${noun} was deleted; \`object\` is its last state.`, dataObjectSchema: object },
+  ];
+}
+
+export const eventCatalogue: ReadonlyArray<EventDefinition> = [
+  {
+    name: 'orders.created',
+    topic: 'orders',
+    description: 'A source ingested an order record.',
+    dataObjectSchema: ingestedObject('order'),
+  },
+  {
+    name: 'reviews.submitted',
+    topic: 'reviews',
+    description: 'A source ingested a review record.',
+    dataObjectSchema: ingestedObject('review'),
+  },
+  {
+    name: 'campaign_spend.updated',
+    topic: 'campaign_spend',
+    description: 'A source ingested a campaign spend record.',
+    dataObjectSchema: ingestedObject('campaign_spend'),
+  },
+  {
+    name: 'system_alerts.raised',
+    topic: 'system_alerts',
+    description: 'Something needs the merchant\'s attention: an endpoint is failing, an event was dead-lettered, a source reported an error.',
+    dataObjectSchema: systemAlertObject,
+  },
+  ...crudEvents('products', 'product', productSchema, true),
+  {
+    name: 'merchants.created',
+    topic: 'merchants',
+    description: 'An operator provisioned the merchant.',
+    dataObjectSchema: merchantSchema,
+  },
+  {
+    name: 'merchants.updated',
+    topic: 'merchants',
+    description: 'The merchant\'s settings changed; `previous` holds the changed fields before the change.',
+    dataObjectSchema: merchantSchema,
+    dataPreviousSchema: partialOf(merchantSchema),
+  },
+  ...crudEvents('sources', 'source', sourceObject),
+  ...crudEvents('destinations', 'destination', destinationObject),
+  ...crudEvents('rules', 'rule', ruleObject),
+  ...crudEvents('connections', 'connection', connectionObject),
+  { name: 'api_keys.created', topic: 'api_keys', description: 'An API key was created.', dataObjectSchema: apiKeySchema },
+  { name: 'api_keys.revoked', topic: 'api_keys', description: 'An API key was revoked.', dataObjectSchema: apiKeySchema },
+  {
+    name: 'webhooks.subscription_created',
+    topic: 'webhooks',
+    description: 'A webhook subscription was created.',
+    dataObjectSchema: subscriptionObject,
+  },
+  {
+    name: 'webhooks.subscription_updated',
+    topic: 'webhooks',
+    description: 'A webhook subscription was changed; `previous` holds the changed fields before the change.',
+    dataObjectSchema: subscriptionObject,
+    dataPreviousSchema: { type: 'object' },
+  },
+  {
+    name: 'webhooks.subscription_deleted',
+    topic: 'webhooks',
+    description: 'A webhook subscription was deleted.',
+    dataObjectSchema: subscriptionObject,
+  },
+  {
+    name: 'webhooks.secret_rotated',
+    topic: 'webhooks',
+    description: 'A webhook subscription\'s signing secret was rotated; the old one keeps signing for 24 h.',
+    dataObjectSchema: subscriptionObject,
+  },
+  {
+    name: 'sandbox.reset',
+    topic: 'sandbox',
+    description: 'All data of the sandbox merchant was erased.',
+    dataObjectSchema: sandboxResetObject,
+  },
+];
+
+/** The catalogue's names as literals, so publishers get a typo caught by the compiler. */
+export const eventNames = [
+  'orders.created',
+  'reviews.submitted',
+  'campaign_spend.updated',
+  'system_alerts.raised',
+  'products.created',
+  'products.updated',
+  'products.deleted',
+  'merchants.created',
+  'merchants.updated',
+  ...(['sources', 'destinations', 'rules', 'connections'] as const).flatMap(
+    (topic) => [`${topic}.created`, `${topic}.updated`, `${topic}.deleted`] as const,
+  ),
+  'api_keys.created',
+  'api_keys.revoked',
+  'webhooks.subscription_created',
+  'webhooks.subscription_updated',
+  'webhooks.subscription_deleted',
+  'webhooks.secret_rotated',
+  'sandbox.reset',
+] as const;
+
+export type EventName = (typeof eventNames)[number];
+
+const catalogueByName = new Map(eventCatalogue.map((event) => [event.name, event]));
+
+export function findEventDefinition(eventName: string): EventDefinition | undefined {
+  return catalogueByName.get(eventName);
+}
+
+/** `webhooks.subscription_created` → `webhooks`: what a subscription to a whole topic matches. */
+export function topicOf(eventName: string): string {
+  const dot = eventName.indexOf('.');
+  if (dot <= 0) throw new Error(`not an event name: ${eventName}`);
+  return eventName.slice(0, dot);
+}
+
+export const eventEnvelopeSchema: JsonSchema = {
+  $schema: 'https://json-schema.org/draft/2020-12/schema',
+  $id: 'https://merx.dev/schemas/event-envelope.json',
+  title: 'Merx event',
+  type: 'object',
+  required: ['id', 'topic', 'merchant_id', 'created_at', 'api_version', 'data'],
+  additionalProperties: false,
+  properties: {
+    id: prefixedId('evt', 'Event id; redeliveries and replays keep it, so consumers drop duplicates by it.'),
+    topic: { type: 'string', enum: [...eventNames], description: 'The event name.' },
+    merchant_id: prefixedId('mch', 'The merchant the event belongs to.'),
+    created_at: timestamp,
+    api_version: { const: 'v1' },
+    data: {
+      type: 'object',
+      required: ['object'],
+      additionalProperties: false,
+      properties: {
+        object: { type: 'object', description: 'The resource after the change.' },
+        previous: { type: 'object', description: 'The changed fields before the change.' },
+      },
+    },
+    context: {
+      type: 'object',
+      required: ['actor'],
+      additionalProperties: false,
+      properties: {
+        request_id: { type: ['string', 'null'], pattern: '^req_[0-9a-z]{26}$' },
+        actor: {
+          type: 'object',
+          required: ['type', 'id'],
+          additionalProperties: false,
+          properties: {
+            type: { type: 'string', enum: ['api_key', 'app', 'user', 'operator', 'system'] },
+            id: { type: 'string', minLength: 1 },
+          },
+        },
+        ip: { type: ['string', 'null'] },
+      },
+    },
+  },
+};

@@ -1,0 +1,5 @@
+export * from './errors.js';
+export * from './scopes.js';
+export * from './openapi.js';
+export * from './events.js';
+export * from './validator.js';

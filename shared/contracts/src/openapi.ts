@@ -1,0 +1,83 @@
+import { headers, parameters, ref, responses, securitySchemes } from './openapi/components.js';
+import { adminPaths, metaPaths, oauthPaths, opsPaths } from './openapi/paths-platform.js';
+import { productPaths } from './openapi/paths-products.js';
+import {
+  healthSchema,
+  jsonWebKeySetSchema,
+  oauthErrorSchema,
+  openApiDocumentSchema,
+  readinessSchema,
+  tokenRequestSchema,
+  tokenResponseSchema,
+} from './openapi/schemas-platform.js';
+import {
+  apiKeySchema,
+  apiKeyWithSecretSchema,
+  fieldErrorSchema,
+  listSchema,
+  merchantCreateSchema,
+  merchantProvisioningSchema,
+  merchantSchema,
+  problemSchema,
+  productCreateSchema,
+  productSchema,
+  productUpdateSchema,
+} from './openapi/schemas.js';
+import type { OpenApiDocument } from './openapi/types.js';
+
+export type * from './openapi/types.js';
+
+/**
+ * The public contract of the REST API, served at /api/v1/openapi.json. The SDKs and the CLI
+ * are generated from it and the test suites check every response they see against it
+ * (validator.ts), so a change here is a change of the API.
+ */
+export const openApiDocument: OpenApiDocument = {
+  openapi: '3.1.0',
+  jsonSchemaDialect: 'https://spec.openapis.org/oas/3.1/dialect/base',
+  info: {
+    title: 'Merx API',
+    version: '1.0.0',
+    description:
+      'Multi-tenant commerce API. JSON only; errors are RFC 9457 problem+json; money is a decimal string; times are ISO 8601 UTC with milliseconds. Every response carries X-Request-Id.',
+  },
+  servers: [
+    { url: '/', description: 'The gateway origin that served this document.' },
+    { url: 'http://localhost:8080', description: 'The embedded development mode (`npm start`).' },
+  ],
+  tags: [
+    { name: 'products', description: 'The merchant\'s catalogue.' },
+    { name: 'oauth', description: 'Access tokens for API keys and the keys that sign them.' },
+    { name: 'merchants', description: 'Tenants; provisioned by operators.' },
+    { name: 'meta', description: 'This document.' },
+    { name: 'ops', description: 'Health, readiness and metrics of every service and the gateway.' },
+  ],
+  paths: { ...productPaths, ...metaPaths, ...oauthPaths, ...adminPaths, ...opsPaths },
+  components: {
+    schemas: {
+      Product: productSchema,
+      ProductCreate: productCreateSchema,
+      ProductUpdate: productUpdateSchema,
+      ProductList: listSchema('#/components/schemas/Product'),
+      Merchant: merchantSchema,
+      MerchantCreate: merchantCreateSchema,
+      MerchantProvisioning: merchantProvisioningSchema,
+      ApiKey: apiKeySchema,
+      ApiKeyWithSecret: apiKeyWithSecretSchema,
+      Problem: problemSchema,
+      FieldError: fieldErrorSchema,
+      OAuthError: oauthErrorSchema,
+      TokenRequest: tokenRequestSchema,
+      TokenResponse: tokenResponseSchema,
+      JsonWebKeySet: jsonWebKeySetSchema,
+      Health: healthSchema,
+      Readiness: readinessSchema,
+      OpenApiDocument: openApiDocumentSchema,
+    },
+    responses,
+    parameters,
+    headers,
+    securitySchemes,
+  },
+  'x-merx-unrouted-responses': { '404': ref('responses', 'NotFound'), '405': ref('responses', 'MethodNotAllowed') },
+};

@@ -1,0 +1,149 @@
+import { problemTypes, type ProblemCode } from '../errors.js';
+import { scopeDescriptions } from '../scopes.js';
+import type { HeaderObject, JsonSchema, ParameterObject, Reference, ResponseObject, SecuritySchemeObject } from './types.js';
+
+export const ref = (kind: 'schemas' | 'responses' | 'parameters' | 'headers', name: string): Reference => ({
+  $ref: `#/components/${kind}/${name}`,
+});
+
+export const jsonContent = (schema: JsonSchema) => ({ 'application/json': { schema } });
+
+export const headers: Record<string, HeaderObject> = {
+  XRequestId: {
+    description: 'Id of this request (`req_...`), also in problem bodies and logs; quote it to support.',
+    required: true,
+    schema: { type: 'string', pattern: '^req_[0-9a-z]{26}$' },
+  },
+  ETag: {
+    description: 'Entity tag of the returned version of the resource; send it back in If-Match.',
+    required: true,
+    schema: { type: 'string', pattern: '^(W/)?"[^"]+"$' },
+  },
+  RateLimit: {
+    description: 'Remaining quota of the throttle classes that applied (IETF httpapi ratelimit-headers draft).',
+    schema: { type: 'string' },
+  },
+  RateLimitPolicy: {
+    description: 'Quota policies of the throttle classes that applied (IETF httpapi ratelimit-headers draft).',
+    schema: { type: 'string' },
+  },
+  RetryAfter: {
+    description: 'Seconds to wait before retrying.',
+    required: true,
+    schema: { type: 'string', pattern: '^\\d+$' },
+  },
+  WWWAuthenticate: {
+    description: 'Bearer challenge, e.g. `Bearer error="invalid_token"`.',
+    required: true,
+    schema: { type: 'string', pattern: '^(Bearer|Basic)\\b' },
+  },
+  Allow: { description: 'Methods the path does allow.', required: true, schema: { type: 'string' } },
+};
+
+/** Headers that may come with any response: the request id always, rate-limit state where a class applied. */
+export function commonHeaders(extra: Record<string, Reference> = {}): Record<string, Reference> {
+  return {
+    'X-Request-Id': ref('headers', 'XRequestId'),
+    RateLimit: ref('headers', 'RateLimit'),
+    'RateLimit-Policy': ref('headers', 'RateLimitPolicy'),
+    ...extra,
+  };
+}
+
+function problemResponse(description: string, codes: ProblemCode[], extraHeaders: Record<string, Reference> = {}): ResponseObject {
+  const statuses = new Set(codes.map((code) => problemTypes[code].status));
+  if (statuses.size !== 1) throw new Error(`problem response mixes statuses: ${codes.join(', ')}`);
+  return {
+    description,
+    headers: commonHeaders(extraHeaders),
+    content: {
+      'application/problem+json': {
+        schema: { type: 'object', allOf: [ref('schemas', 'Problem')], properties: { code: { enum: codes } } },
+      },
+    },
+  };
+}
+
+export const responses: Record<string, ResponseObject> = {
+  MalformedRequest: problemResponse('The request could not be parsed (malformed JSON, bad cursor, bad header).', ['malformed_request']),
+  Unauthenticated: problemResponse('Missing, expired or invalid credentials.', ['unauthenticated'], {
+    'WWW-Authenticate': ref('headers', 'WWWAuthenticate'),
+  }),
+  InsufficientScope: problemResponse('The token is valid but lacks the scope named in `required_scope`.', ['insufficient_scope']),
+  NotFound: problemResponse('No such resource for this merchant (another tenant\'s resources look exactly like this).', ['not_found']),
+  MethodNotAllowed: problemResponse('The path exists but does not allow this method.', ['method_not_allowed'], {
+    Allow: ref('headers', 'Allow'),
+  }),
+  Conflict: problemResponse('The change clashes with the current state (duplicate sku, disallowed status transition).', ['conflict']),
+  CreateConflict: problemResponse(
+    'Duplicate sku (`conflict`), or a request with the same Idempotency-Key is still running (`idempotency_key_in_use`).',
+    ['conflict', 'idempotency_key_in_use'],
+  ),
+  PreconditionFailed: problemResponse('If-Match does not match the current ETag.', ['precondition_failed']),
+  PayloadTooLarge: problemResponse('The body is larger than 1 MiB.', ['payload_too_large']),
+  UnsupportedMediaType: problemResponse('The body is not sent as application/json.', ['unsupported_media_type']),
+  ValidationFailed: problemResponse('One or more fields are invalid; see `errors`.', ['validation_failed']),
+  CreateValidationFailed: problemResponse(
+    'One or more fields are invalid (`validation_failed`, see `errors`), or the Idempotency-Key was used with another body (`idempotency_key_reused`).',
+    ['validation_failed', 'idempotency_key_reused'],
+  ),
+  RateLimited: problemResponse('A throttle class is exhausted; see `throttle_class` and Retry-After.', ['rate_limited'], {
+    'Retry-After': ref('headers', 'RetryAfter'),
+  }),
+  Internal: problemResponse('Something failed on our side; the body says nothing more than the request id.', ['internal']),
+  Unavailable: problemResponse('A service behind the gateway is unreachable or not ready; retry later.', ['unavailable']),
+  UnexpectedError: {
+    description: 'Any other error, as problem+json.',
+    headers: commonHeaders(),
+    content: { 'application/problem+json': { schema: ref('schemas', 'Problem') } },
+  },
+};
+
+export const parameters: Record<string, ParameterObject> = {
+  Limit: {
+    name: 'limit',
+    in: 'query',
+    description: 'Page size.',
+    schema: { type: 'integer', minimum: 1, maximum: 100, default: 20 },
+  },
+  Cursor: {
+    name: 'cursor',
+    in: 'query',
+    description: 'Opaque cursor from `next_cursor` of the previous page.',
+    schema: { type: 'string', minLength: 1, maxLength: 512 },
+  },
+  IdempotencyKey: {
+    name: 'Idempotency-Key',
+    in: 'header',
+    description:
+      'Makes the POST safe to retry for 24 h: the same key and body replay the first response; another body is 422 idempotency_key_reused; while the first is running, 409 idempotency_key_in_use.',
+    schema: { type: 'string', minLength: 1, maxLength: 255 },
+  },
+  IfMatch: {
+    name: 'If-Match',
+    in: 'header',
+    description: 'Apply only if the resource still has this ETag (412 otherwise).',
+    schema: { type: 'string' },
+  },
+  ProductId: {
+    name: 'id',
+    in: 'path',
+    required: true,
+    description: 'Product id (`prod_...`).',
+    schema: { type: 'string' },
+  },
+};
+
+export const securitySchemes: Record<string, SecuritySchemeObject> = {
+  oauth2: {
+    type: 'oauth2',
+    description:
+      'Access tokens (JWT, 15 minutes) from the client credentials grant: client id `mx_<mode>_<keyid>`, client secret the whole API key. Send as `Authorization: Bearer <token>`.',
+    flows: { clientCredentials: { tokenUrl: '/oauth/token', scopes: { ...scopeDescriptions } } },
+  },
+  operator: {
+    type: 'http',
+    scheme: 'bearer',
+    description: 'The operator credential from the platform configuration; only for /admin/v1/.',
+  },
+};

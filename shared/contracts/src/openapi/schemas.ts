@@ -1,0 +1,216 @@
+import { problemCodes, problemTypeUri, problemTypes } from '../errors.js';
+import { scopeNames } from '../scopes.js';
+import {
+  attributes,
+  currencyCode,
+  decimalAmount,
+  inventoryQuantity,
+  merchantMode,
+  merchantPlan,
+  prefixedId,
+  productDescription,
+  productTitle,
+  resourceVersion,
+  sku,
+  timestamp,
+  timezone,
+} from './fragments.js';
+import type { JsonSchema } from './types.js';
+
+const productStatus: JsonSchema = { type: 'string', enum: ['draft', 'active', 'archived'] };
+
+export const productSchema: JsonSchema = {
+  type: 'object',
+  description: 'A product a merchant sells.',
+  required: ['id', 'object', 'sku', 'title', 'description', 'price', 'currency', 'status', 'inventory_quantity', 'attributes', 'version', 'created_at', 'updated_at'],
+  additionalProperties: false,
+  properties: {
+    id: prefixedId('prod', 'Product id.'),
+    object: { const: 'product' },
+    sku,
+    title: productTitle,
+    description: productDescription,
+    price: decimalAmount,
+    currency: currencyCode,
+    status: { ...productStatus, description: 'draft → active → archived → active.' },
+    inventory_quantity: inventoryQuantity,
+    attributes,
+    version: resourceVersion,
+    created_at: timestamp,
+    updated_at: timestamp,
+  },
+};
+
+export const productCreateSchema: JsonSchema = {
+  type: 'object',
+  required: ['sku', 'title', 'price', 'currency'],
+  additionalProperties: false,
+  properties: {
+    sku,
+    title: productTitle,
+    description: productDescription,
+    price: decimalAmount,
+    currency: currencyCode,
+    status: { type: 'string', enum: ['draft', 'active'], default: 'active' },
+    inventory_quantity: inventoryQuantity,
+    attributes,
+  },
+};
+
+export const productUpdateSchema: JsonSchema = {
+  type: 'object',
+  description: 'The fields to change; omitted fields keep their value. `attributes` replaces the whole map.',
+  additionalProperties: false,
+  properties: {
+    sku,
+    title: productTitle,
+    description: productDescription,
+    price: decimalAmount,
+    currency: currencyCode,
+    status: { ...productStatus, description: 'Allowed transitions: draft → active → archived → active; others are 409.' },
+    inventory_quantity: inventoryQuantity,
+    attributes,
+  },
+};
+
+export function listSchema(itemRef: string): JsonSchema {
+  return {
+    type: 'object',
+    required: ['object', 'data', 'has_more', 'next_cursor'],
+    additionalProperties: false,
+    properties: {
+      object: { const: 'list' },
+      data: { type: 'array', items: { $ref: itemRef } },
+      has_more: { type: 'boolean' },
+      next_cursor: { type: ['string', 'null'], description: 'Pass as `cursor` to fetch the next page; null on the last page.' },
+    },
+  };
+}
+
+export const merchantSchema: JsonSchema = {
+  type: 'object',
+  description: 'A tenant of the platform.',
+  required: ['id', 'object', 'name', 'mode', 'plan', 'default_currency', 'timezone', 'status', 'version', 'created_at', 'updated_at'],
+  additionalProperties: false,
+  properties: {
+    id: prefixedId('mch', 'Merchant id.'),
+    object: { const: 'merchant' },
+    name: { type: 'string', minLength: 1, maxLength: 255 },
+    mode: merchantMode,
+    plan: { ...merchantPlan, description: 'Sets the throttle numbers.' },
+    default_currency: currencyCode,
+    timezone,
+    status: { type: 'string', enum: ['active', 'suspended'] },
+    version: resourceVersion,
+    created_at: timestamp,
+    updated_at: timestamp,
+  },
+};
+
+export const merchantCreateSchema: JsonSchema = {
+  type: 'object',
+  required: ['name'],
+  additionalProperties: false,
+  properties: {
+    name: { type: 'string', minLength: 1, maxLength: 255 },
+    mode: { ...merchantMode, default: 'sandbox' },
+    plan: { ...merchantPlan, description: 'Defaults to sandbox for sandbox merchants and standard for live ones.' },
+    default_currency: { ...currencyCode, default: 'USD' },
+    timezone: { ...timezone, default: 'UTC' },
+  },
+};
+
+const apiKeyProperties = {
+  id: prefixedId('key', 'API key id.'),
+  object: { const: 'api_key' },
+  name: { type: 'string', minLength: 1, maxLength: 255 },
+  prefix: {
+    type: 'string',
+    pattern: '^mx_(test|live)_[0-9A-Za-z]+$',
+    description: 'The OAuth client id of the key (`mx_<mode>_<keyid>`); safe to show and log.',
+  },
+  scopes: { type: 'array', uniqueItems: true, items: { type: 'string', enum: scopeNames } },
+  created_at: timestamp,
+  last_used_at: { ...timestamp, type: ['string', 'null'], description: 'When the key last obtained a token (minute precision); null if never.' },
+} satisfies Record<string, JsonSchema>;
+
+export const apiKeySchema: JsonSchema = {
+  type: 'object',
+  description: 'An API key without its secret.',
+  required: ['id', 'object', 'name', 'prefix', 'scopes', 'created_at', 'last_used_at'],
+  additionalProperties: false,
+  properties: { ...apiKeyProperties, revoked_at: { ...timestamp, type: ['string', 'null'] } },
+};
+
+export const apiKeyWithSecretSchema: JsonSchema = {
+  type: 'object',
+  description: 'An API key as returned once, on creation, with its secret.',
+  required: ['id', 'object', 'name', 'prefix', 'scopes', 'secret', 'created_at', 'last_used_at'],
+  additionalProperties: false,
+  properties: {
+    ...apiKeyProperties,
+    secret: {
+      type: 'string',
+      pattern: '^mx_(test|live)_[0-9A-Za-z]+_[0-9A-Za-z]+$',
+      description: 'The whole key (`mx_<mode>_<keyid>_<secret>`), the OAuth client secret. Shown only here; stored only as a hash.',
+    },
+  },
+};
+
+export const merchantProvisioningSchema: JsonSchema = {
+  type: 'object',
+  required: ['object', 'merchant', 'api_key'],
+  additionalProperties: false,
+  properties: {
+    object: { const: 'merchant_provisioning' },
+    merchant: { $ref: '#/components/schemas/Merchant' },
+    api_key: { $ref: '#/components/schemas/ApiKeyWithSecret' },
+  },
+};
+
+/** Status, type URI and mandatory extensions follow from `code`, so any problem body is checked whole. */
+const problemCodeRules: JsonSchema[] = problemCodes.map((code) => ({
+  if: { properties: { code: { const: code } }, required: ['code'] },
+  then: {
+    properties: { status: { const: problemTypes[code].status }, type: { const: problemTypeUri(code) } },
+    ...(code === 'validation_failed' ? { required: ['errors'] } : {}),
+    ...(code === 'insufficient_scope' ? { required: ['required_scope'] } : {}),
+    ...(code === 'rate_limited' ? { required: ['throttle_class', 'retry_after'] } : {}),
+  },
+}));
+
+export const problemSchema: JsonSchema = {
+  type: 'object',
+  description: 'RFC 9457 problem details, served as application/problem+json.',
+  required: ['type', 'title', 'status', 'code', 'detail', 'request_id'],
+  additionalProperties: false,
+  properties: {
+    type: { type: 'string', format: 'uri', pattern: '^https://merx\\.dev/errors/[a-z_]+$' },
+    title: { type: 'string', minLength: 1 },
+    status: { type: 'integer', minimum: 400, maximum: 599 },
+    code: { type: 'string', enum: problemCodes },
+    detail: { type: 'string', description: 'Explains this occurrence; never a stack trace.' },
+    instance: { type: 'string' },
+    request_id: prefixedId('req', 'Same as the X-Request-Id header.'),
+    errors: {
+      type: 'array',
+      minItems: 1,
+      items: { $ref: '#/components/schemas/FieldError' },
+    },
+    throttle_class: { type: 'string', enum: ['burst', 'sustained', 'writes', 'sensitive'] },
+    retry_after: { type: 'integer', minimum: 0, description: 'Seconds; same as the Retry-After header.' },
+    required_scope: { type: 'string', enum: scopeNames },
+  },
+  allOf: problemCodeRules,
+};
+
+export const fieldErrorSchema: JsonSchema = {
+  type: 'object',
+  required: ['field', 'code', 'message'],
+  additionalProperties: false,
+  properties: {
+    field: { type: 'string', description: 'Dotted path of the offending field (`attributes.color`).', examples: ['price'] },
+    code: { type: 'string', description: 'Machine-readable reason.', examples: ['invalid_decimal'] },
+    message: { type: 'string' },
+  },
+};
