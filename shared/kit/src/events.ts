@@ -1,0 +1,59 @@
+import { currentContext, type Actor } from './context.js';
+import { newId } from './ids.js';
+
+/** The envelope every state change travels in, on the bus and (signed) to webhook subscribers. */
+export interface MerxEvent<Data = EventData> {
+  id: string;
+  topic: string;
+  merchant_id: string;
+  created_at: string;
+  api_version: 'v1';
+  data: Data;
+  context?: EventContext;
+}
+
+export interface EventData {
+  object: Record<string, unknown>;
+  previous?: Record<string, unknown>;
+}
+
+export interface EventContext {
+  request_id?: string;
+  actor?: Actor;
+  ip?: string;
+}
+
+/** Actor, request id and ip ride along from the request that caused the change (the audit log needs them). */
+export function buildEvent<Data extends EventData>(topic: string, merchantId: string, data: Data, now: Date = new Date()): MerxEvent<Data> {
+  const context = currentContext();
+  const eventContext: EventContext = {};
+  if (context?.requestId) eventContext.request_id = context.requestId;
+  if (context?.actor) eventContext.actor = context.actor;
+  if (context?.ip) eventContext.ip = context.ip;
+  return {
+    id: newId('evt'),
+    topic,
+    merchant_id: merchantId,
+    created_at: now.toISOString(),
+    api_version: 'v1',
+    data,
+    ...(Object.keys(eventContext).length > 0 ? { context: eventContext } : {}),
+  };
+}
+
+/** AMQP topic matching: `*` is exactly one word, `#` zero or more. */
+export function topicMatches(pattern: string, topic: string): boolean {
+  const patternWords = pattern.split('.');
+  const topicWords = topic.split('.');
+  const match = (p: number, t: number): boolean => {
+    if (p === patternWords.length) return t === topicWords.length;
+    const word = patternWords[p];
+    if (word === '#') {
+      for (let skip = t; skip <= topicWords.length; skip++) if (match(p + 1, skip)) return true;
+      return false;
+    }
+    if (t === topicWords.length) return false;
+    return (word === '*' || word === topicWords[t]) && match(p + 1, t + 1);
+  };
+  return match(0, 0);
+}

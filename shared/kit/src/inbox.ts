@@ -1,0 +1,39 @@
+import type { Db, Queryable } from './db.js';
+import type { MerxEvent } from './events.js';
+import type { Migration } from './migrations.js';
+
+export const inboxMigration: Migration = {
+  id: '000_inbox',
+  sql: `
+    CREATE TABLE {{schema}}.inbox (
+      consumer text NOT NULL,
+      event_id text NOT NULL,
+      topic text NOT NULL,
+      received_at timestamptz NOT NULL DEFAULT now(),
+      PRIMARY KEY (consumer, event_id)
+    );
+  `,
+};
+
+/**
+ * At-least-once delivery becomes exactly-once effect: the inbox row and the handler's writes
+ * commit together, so a redelivered event finds its row and is dropped, and a crash before
+ * commit leaves no row and the broker redelivers.
+ */
+export async function handleEventOnce(
+  db: Db,
+  schema: string,
+  consumer: string,
+  event: MerxEvent,
+  work: (tx: Queryable) => Promise<void>,
+): Promise<'handled' | 'duplicate'> {
+  return db.transaction(async (tx) => {
+    const inserted = await tx.query(
+      `INSERT INTO ${schema}.inbox (consumer, event_id, topic) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING RETURNING event_id`,
+      [consumer, event.id, event.topic],
+    );
+    if (inserted.rowCount === 0) return 'duplicate';
+    await work(tx);
+    return 'handled';
+  });
+}

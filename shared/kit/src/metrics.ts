@@ -1,0 +1,32 @@
+import client from 'prom-client';
+
+/**
+ * One registry per process. In the embedded mode several services share a process, so series
+ * carry a `service` label rather than living in separate registries.
+ */
+export const metricsRegistry = new client.Registry();
+client.collectDefaultMetrics({ register: metricsRegistry });
+
+export const httpRequestDuration = new client.Histogram({
+  name: 'merx_http_request_duration_seconds',
+  help: 'HTTP request latency by service, method, route and status',
+  labelNames: ['service', 'method', 'route', 'status'] as const,
+  buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+  registers: [metricsRegistry],
+});
+
+export const busMessages = new client.Counter({
+  name: 'merx_bus_messages_total',
+  help: 'Bus messages by direction (published, consumed, duplicate, poisoned) and topic',
+  labelNames: ['service', 'direction', 'topic'] as const,
+  registers: [metricsRegistry],
+});
+
+export const outboxBacklog = new client.Gauge({
+  name: 'merx_outbox_backlog',
+  help: 'Outbox rows seen waiting for publication at the last relay pass',
+  labelNames: ['service'] as const,
+  registers: [metricsRegistry],
+});
+
+export { client as promClient };

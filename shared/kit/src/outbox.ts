@@ -1,0 +1,162 @@
+import type { Bus } from './bus.js';
+import type { Db, Queryable } from './db.js';
+import type { MerxEvent } from './events.js';
+import type { Logger } from './logger.js';
+import { outboxBacklog } from './metrics.js';
+import type { Migration } from './migrations.js';
+
+export const outboxMigration: Migration = {
+  id: '000_outbox',
+  // The payload is kept as text, not jsonb, so the event is published byte for byte as written.
+  sql: `
+    CREATE TABLE {{schema}}.outbox (
+      position bigserial PRIMARY KEY,
+      event_id text NOT NULL UNIQUE,
+      topic text NOT NULL,
+      merchant_id text NOT NULL,
+      payload text NOT NULL,
+      created_at timestamptz NOT NULL DEFAULT now()
+    );
+  `,
+};
+
+export type Emit = (event: MerxEvent) => void;
+
+/**
+ * The transactional outbox: a state change and the events describing it commit in one
+ * transaction, so an event is published if and only if its change happened. After commit the
+ * relay is woken at once; its polling only covers crashes and other replicas' rows.
+ */
+export class Outbox {
+  private readonly listeners = new Set<() => void>();
+
+  constructor(
+    private readonly db: Db,
+    readonly schema: string,
+  ) {}
+
+  async transaction<T>(work: (tx: Queryable, emit: Emit) => Promise<T>): Promise<T> {
+    const events: MerxEvent[] = [];
+    const result = await this.db.transaction(async (tx) => {
+      const value = await work(tx, (event) => events.push(event));
+      await this.record(tx, events);
+      return value;
+    });
+    if (events.length > 0) for (const listener of this.listeners) listener();
+    return result;
+  }
+
+  async record(tx: Queryable, events: MerxEvent[]): Promise<void> {
+    if (events.length === 0) return;
+    const values: unknown[] = [];
+    const rows = events.map((event, index) => {
+      values.push(event.id, event.topic, event.merchant_id, JSON.stringify(event));
+      const base = index * 4;
+      return `($${base + 1}, $${base + 2}, $${base + 3}, $${base + 4})`;
+    });
+    await tx.query(`INSERT INTO ${this.schema}.outbox (event_id, topic, merchant_id, payload) VALUES ${rows.join(', ')}`, values);
+  }
+
+  onCommit(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+}
+
+export interface OutboxRelayOptions {
+  db: Db;
+  bus: Bus;
+  outbox: Outbox;
+  logger: Logger;
+  service: string;
+  batchSize?: number;
+  pollIntervalMs?: number;
+  /** Pause after a failed publication (broker down) before trying again. */
+  retryDelayMs?: number;
+}
+
+/**
+ * Moves committed outbox rows to the bus. Rows are claimed with FOR UPDATE SKIP LOCKED so relays
+ * in several replicas share the work, published with confirms, and deleted only after the broker
+ * has them. A crash between the two republishes a row; consumers' inboxes drop the duplicate.
+ */
+export class OutboxRelay {
+  private running = false;
+  private loop: Promise<void> | undefined;
+  private wakeUp: (() => void) | undefined;
+  private pendingWake = false;
+  private readonly unsubscribe: () => void;
+
+  constructor(private readonly options: OutboxRelayOptions) {
+    this.unsubscribe = options.outbox.onCommit(() => this.wake());
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.loop = this.run();
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    this.unsubscribe();
+    this.wake();
+    await this.loop;
+  }
+
+  wake(): void {
+    this.pendingWake = true;
+    this.wakeUp?.();
+  }
+
+  /** Publishes one batch; returns how many rows it moved. */
+  async relayBatch(): Promise<number> {
+    const { db, bus, outbox } = this.options;
+    const batchSize = this.options.batchSize ?? 500;
+    return db.transaction(async (tx) => {
+      const { rows } = await tx.query<{ position: string; payload: string }>(
+        `SELECT position, payload FROM ${outbox.schema}.outbox ORDER BY position LIMIT $1 FOR UPDATE SKIP LOCKED`,
+        [batchSize],
+      );
+      outboxBacklog.set({ service: this.options.service }, rows.length);
+      if (rows.length === 0) return 0;
+      await bus.publish(rows.map((row) => JSON.parse(row.payload) as MerxEvent));
+      await tx.query(`DELETE FROM ${outbox.schema}.outbox WHERE position = ANY($1::bigint[])`, [rows.map((row) => row.position)]);
+      return rows.length;
+    });
+  }
+
+  private async run(): Promise<void> {
+    const batchSize = this.options.batchSize ?? 500;
+    while (this.running) {
+      this.pendingWake = false;
+      let moved = 0;
+      let failed = false;
+      try {
+        moved = await this.relayBatch();
+      } catch (error) {
+        failed = true;
+        this.options.logger.warn({ err: error }, 'outbox relay could not publish; will retry');
+      }
+      if (!this.running) break;
+      if (failed) await this.sleep(this.options.retryDelayMs ?? 250, false);
+      else if (moved < batchSize && !this.pendingWake) await this.sleep(this.options.pollIntervalMs ?? 1_000, true);
+    }
+  }
+
+  private sleep(ms: number, wakeable: boolean): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, ms);
+      function done() {
+        clearTimeout(timer);
+        resolve();
+      }
+      if (wakeable) {
+        this.wakeUp = () => {
+          this.wakeUp = undefined;
+          done();
+        };
+      }
+    });
+  }
+}

@@ -1,0 +1,36 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type Koa from 'koa';
+
+export interface RunningServer {
+  server: Server;
+  port: number;
+  url: string;
+  close(): Promise<void>;
+}
+
+/** Listens and resolves once the port is open; `close` drains keep-alive sockets so shutdown is quick. */
+export async function listen(app: Koa, port: number, host = '127.0.0.1'): Promise<RunningServer> {
+  const server = createServer(app.callback());
+  server.keepAliveTimeout = 65_000; // longer than the gateway's pool keep-alive, so it never reuses a socket we just closed
+  server.headersTimeout = 66_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const actualPort = (server.address() as AddressInfo).port;
+  return {
+    server,
+    port: actualPort,
+    url: `http://${host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host}:${actualPort}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeIdleConnections();
+        setTimeout(() => server.closeAllConnections(), 2_000).unref();
+      }),
+  };
+}
