@@ -1,0 +1,132 @@
+import { Conflict, type MerchantId, type Queryable } from '@merx/kit';
+import { canonicalPrice } from '@merx/kit';
+import type { NewProduct, Product, ProductChanges, ProductStatus } from '../domain/product.js';
+import { CATALOG_SCHEMA } from './migrations.js';
+
+const TABLE = `${CATALOG_SCHEMA}.products`;
+const COLUMNS = 'merchant_id, id, sku, title, description, price::text AS price, currency, status, inventory_quantity, attributes, version, created_at, updated_at';
+
+interface ProductRow {
+  merchant_id: string;
+  id: string;
+  sku: string;
+  title: string;
+  description: string | null;
+  price: string;
+  currency: string;
+  status: ProductStatus;
+  inventory_quantity: number | null;
+  attributes: Record<string, string>;
+  version: number;
+  created_at: Date;
+  updated_at: Date;
+}
+
+function toProduct(row: ProductRow): Product {
+  return {
+    id: row.id,
+    merchantId: row.merchant_id,
+    sku: row.sku,
+    title: row.title,
+    description: row.description,
+    price: canonicalPrice(row.price, row.currency),
+    currency: row.currency,
+    status: row.status,
+    inventoryQuantity: row.inventory_quantity,
+    attributes: row.attributes,
+    version: Number(row.version),
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+function isSkuClash(error: unknown): boolean {
+  const pgError = error as { code?: string; constraint?: string; message?: string };
+  return pgError?.code === '23505' && (pgError.constraint === 'products_sku_per_merchant' || /products_sku_per_merchant/.test(pgError.message ?? ''));
+}
+
+function skuConflict(sku: string): Conflict {
+  // No extension members: the Problem schema is closed, and the detail names the field.
+  return new Conflict(`A product with sku ${sku} already exists.`);
+}
+
+export async function insertProductForMerchant(tx: Queryable, merchantId: MerchantId, id: string, product: NewProduct, now: Date): Promise<Product> {
+  try {
+    const { rows } = await tx.query<ProductRow>(
+      `INSERT INTO ${TABLE} (merchant_id, id, sku, title, description, price, currency, status, inventory_quantity, attributes, version, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 1, $11, $11)
+       RETURNING ${COLUMNS}`,
+      [merchantId, id, product.sku, product.title, product.description, product.price, product.currency, product.status, product.inventoryQuantity, JSON.stringify(product.attributes), now],
+    );
+    return toProduct(rows[0]!);
+  } catch (error) {
+    if (isSkuClash(error)) throw skuConflict(product.sku);
+    throw error;
+  }
+}
+
+export async function findProductForMerchant(db: Queryable, merchantId: MerchantId, id: string, options: { forUpdate?: boolean } = {}): Promise<Product | undefined> {
+  const { rows } = await db.query<ProductRow>(
+    `SELECT ${COLUMNS} FROM ${TABLE} WHERE merchant_id = $1 AND id = $2${options.forUpdate ? ' FOR UPDATE' : ''}`,
+    [merchantId, id],
+  );
+  return rows[0] ? toProduct(rows[0]) : undefined;
+}
+
+export interface ProductFilters {
+  status?: ProductStatus;
+  sku?: string;
+  currency?: string;
+}
+
+/** Newest first; `after` is the last id of the previous page. Fetches limit + 1 to know if more exist. */
+export async function listProductsForMerchant(db: Queryable, merchantId: MerchantId, page: { limit: number; after?: string | undefined }, filters: ProductFilters): Promise<Product[]> {
+  const conditions = ['merchant_id = $1'];
+  const params: unknown[] = [merchantId];
+  const add = (sql: string, value: unknown) => {
+    params.push(value);
+    conditions.push(sql.replace('?', `$${params.length}`));
+  };
+  if (page.after) add('id < ?', page.after);
+  if (filters.status) add('status = ?', filters.status);
+  if (filters.sku) add('sku = ?', filters.sku);
+  if (filters.currency) add('currency = ?', filters.currency);
+  params.push(page.limit + 1);
+  const { rows } = await db.query<ProductRow>(`SELECT ${COLUMNS} FROM ${TABLE} WHERE ${conditions.join(' AND ')} ORDER BY id DESC LIMIT $${params.length}`, params);
+  return rows.map(toProduct);
+}
+
+const COLUMN_OF: Record<keyof ProductChanges, string> = {
+  sku: 'sku',
+  title: 'title',
+  description: 'description',
+  price: 'price',
+  currency: 'currency',
+  status: 'status',
+  inventoryQuantity: 'inventory_quantity',
+  attributes: 'attributes',
+};
+
+export async function updateProductForMerchant(tx: Queryable, merchantId: MerchantId, id: string, changes: ProductChanges, now: Date): Promise<Product> {
+  const sets: string[] = [];
+  const params: unknown[] = [merchantId, id, now];
+  for (const [key, value] of Object.entries(changes) as [keyof ProductChanges, unknown][]) {
+    params.push(key === 'attributes' ? JSON.stringify(value) : value);
+    sets.push(`${COLUMN_OF[key]} = $${params.length}`);
+  }
+  try {
+    const { rows } = await tx.query<ProductRow>(
+      `UPDATE ${TABLE} SET ${[...sets, 'version = version + 1', 'updated_at = $3'].join(', ')}
+       WHERE merchant_id = $1 AND id = $2 RETURNING ${COLUMNS}`,
+      params,
+    );
+    return toProduct(rows[0]!);
+  } catch (error) {
+    if (isSkuClash(error)) throw skuConflict(String(changes.sku));
+    throw error;
+  }
+}
+
+export async function deleteProductForMerchant(tx: Queryable, merchantId: MerchantId, id: string): Promise<void> {
+  await tx.query(`DELETE FROM ${TABLE} WHERE merchant_id = $1 AND id = $2`, [merchantId, id]);
+}
