@@ -1,0 +1,71 @@
+import { isCurrency, ValidationFailed, type FieldError } from '@merx/kit';
+
+export const MERCHANT_MODES = ['sandbox', 'live'] as const;
+export const MERCHANT_PLANS = ['sandbox', 'standard', 'scale'] as const;
+export type MerchantMode = (typeof MERCHANT_MODES)[number];
+export type MerchantPlan = (typeof MERCHANT_PLANS)[number];
+
+export interface Merchant {
+  id: string;
+  name: string;
+  mode: MerchantMode;
+  plan: MerchantPlan;
+  defaultCurrency: string;
+  timezone: string;
+  status: 'active' | 'suspended';
+  version: number;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export type MerchantProvisioning = Pick<Merchant, 'name' | 'mode' | 'plan' | 'defaultCurrency' | 'timezone'>;
+
+const FIELDS = ['name', 'mode', 'plan', 'default_currency', 'timezone'];
+
+export function isTimeZone(value: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: value });
+    return value.length <= 64;
+  } catch {
+    return false;
+  }
+}
+
+/** The operator's provisioning request; a sandbox merchant gets the sandbox plan unless told otherwise. */
+export function validateMerchantProvisioning(input: unknown): MerchantProvisioning {
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) {
+    throw new ValidationFailed([{ field: '(body)', code: 'invalid_type', message: 'the body must be a JSON object' }]);
+  }
+  const body = input as Record<string, unknown>;
+  const errors: FieldError[] = [];
+  for (const key of Object.keys(body)) if (!FIELDS.includes(key)) errors.push({ field: key, code: 'unknown_field', message: `${key} is not a merchant field` });
+  const name = body.name;
+  if (typeof name !== 'string' || name.trim().length === 0) errors.push({ field: 'name', code: name === undefined ? 'required' : 'invalid_type', message: 'name is required: a non-empty string' });
+  else if ([...name].length > 255) errors.push({ field: 'name', code: 'too_long', message: 'name must be at most 255 characters' });
+  const mode = body.mode ?? 'sandbox';
+  if (!(MERCHANT_MODES as readonly unknown[]).includes(mode)) errors.push({ field: 'mode', code: 'invalid_value', message: 'mode must be sandbox or live' });
+  const plan = body.plan ?? (mode === 'live' ? 'standard' : 'sandbox');
+  if (!(MERCHANT_PLANS as readonly unknown[]).includes(plan)) errors.push({ field: 'plan', code: 'invalid_value', message: 'plan must be sandbox, standard or scale' });
+  const defaultCurrency = body.default_currency ?? 'USD';
+  if (!isCurrency(defaultCurrency)) errors.push({ field: 'default_currency', code: 'invalid_currency', message: 'default_currency must be an ISO 4217 code in upper case' });
+  const timezone = body.timezone ?? 'UTC';
+  if (typeof timezone !== 'string' || !isTimeZone(timezone)) errors.push({ field: 'timezone', code: 'invalid_timezone', message: 'timezone must be an IANA time zone such as Europe/Berlin' });
+  if (errors.length > 0) throw new ValidationFailed(errors);
+  return { name: name as string, mode: mode as MerchantMode, plan: plan as MerchantPlan, defaultCurrency: defaultCurrency as string, timezone: timezone as string };
+}
+
+export function presentMerchant(merchant: Merchant) {
+  return {
+    id: merchant.id,
+    object: 'merchant' as const,
+    name: merchant.name,
+    mode: merchant.mode,
+    plan: merchant.plan,
+    default_currency: merchant.defaultCurrency,
+    timezone: merchant.timezone,
+    status: merchant.status,
+    version: merchant.version,
+    created_at: merchant.createdAt.toISOString(),
+    updated_at: merchant.updatedAt.toISOString(),
+  };
+}

@@ -1,0 +1,4 @@
+export * from './provider/index.js';
+export { startOauth, type OauthDeps, type RunningOauth } from './service.js';
+export { provisionMerchant } from './usecases/provision-merchant.js';
+export { OAUTH_SCHEMA } from './store/migrations.js';

@@ -1,0 +1,34 @@
+import { API_AUDIENCE, configFields, connectDistributedInfrastructure, createLogger, distributedServiceConfig, exitOnConfigError, issuerOf, loadConfig, stopOnSignals } from '@merx/kit';
+import { startOauth } from './service.js';
+
+const oauthConfig = distributedServiceConfig(3001).extend({
+  MERX_OPERATOR_TOKEN: configFields.secret('the operator credential for /admin/v1'),
+  MERX_COOKIE_SECRET: configFields.secret('signs OAuth interaction cookies'),
+  MERX_ACCESS_TOKEN_TTL: configFields.positiveInt(900),
+});
+
+let config;
+try {
+  config = loadConfig('oauth', oauthConfig);
+} catch (error) {
+  exitOnConfigError(error);
+}
+const logger = createLogger('oauth', config.LOG_LEVEL);
+const infrastructure = await connectDistributedInfrastructure('oauth', config, logger);
+const oauth = await startOauth({
+  db: infrastructure.db,
+  bus: infrastructure.bus,
+  logger,
+  issuer: issuerOf(config.MERX_PUBLIC_URL),
+  audience: API_AUDIENCE,
+  accessTokenTtlSeconds: config.MERX_ACCESS_TOKEN_TTL,
+  operatorToken: config.MERX_OPERATOR_TOKEN,
+  cookieSecret: config.MERX_COOKIE_SECRET,
+  port: config.PORT,
+  host: config.HOST,
+});
+logger.info({ url: oauth.url }, 'oauth listening');
+stopOnSignals(logger, async () => {
+  await oauth.stop();
+  await infrastructure.close();
+});

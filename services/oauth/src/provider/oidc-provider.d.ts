@@ -1,0 +1,102 @@
+// oidc-provider 9 ships no type declarations. This covers only the surface Merx uses; if
+// @types/oidc-provider is ever added as a dependency, delete this file.
+declare module 'oidc-provider' {
+  import type Koa from 'koa';
+
+  export interface AdapterPayload {
+    [key: string]: unknown;
+    jti?: string;
+    grantId?: string;
+    userCode?: string;
+    uid?: string;
+    consumed?: unknown;
+  }
+
+  export interface Adapter {
+    upsert(id: string, payload: AdapterPayload, expiresIn?: number): Promise<void>;
+    find(id: string): Promise<AdapterPayload | undefined>;
+    findByUserCode(userCode: string): Promise<AdapterPayload | undefined>;
+    findByUid(uid: string): Promise<AdapterPayload | undefined>;
+    consume(id: string): Promise<void>;
+    destroy(id: string): Promise<void>;
+    revokeByGrantId(grantId: string): Promise<void>;
+  }
+
+  /** oidc-provider takes JWKs as jose describes them. */
+  export type JWK = import('jose').JWK;
+
+  export interface ClientInstance {
+    [key: string]: unknown;
+    clientId: string;
+    clientSecret?: string;
+    scope?: string;
+    compareClientSecret(actual: string): boolean | Promise<boolean>;
+  }
+
+  export interface ClientClass {
+    prototype: ClientInstance;
+    find(id: string): Promise<ClientInstance | undefined>;
+  }
+
+  export interface TokenInstance {
+    [key: string]: unknown;
+    jti?: string;
+    scope?: string;
+    clientId?: string;
+    client?: ClientInstance;
+    kind?: string;
+  }
+
+  export interface OIDCContext {
+    params?: Record<string, unknown>;
+    client?: ClientInstance;
+    entities: Record<string, TokenInstance | ClientInstance | undefined>;
+    route?: string;
+  }
+
+  export type KoaContextWithOIDC = Koa.ParameterizedContext & { oidc: OIDCContext };
+
+  // The token endpoint calls a grant handler with the context only.
+  export type GrantHandler = (ctx: KoaContextWithOIDC) => Promise<void> | void;
+
+  // Configuration is a deep, feature-rich object; Merx builds it in one place and tests it.
+  export type Configuration = Record<string, unknown>;
+
+  export class Provider extends Koa {
+    constructor(issuer: string, configuration?: Configuration);
+    readonly issuer: string;
+    readonly Client: ClientClass;
+    registerGrantType(
+      name: string,
+      handler: GrantHandler,
+      params?: string | string[] | Set<string>,
+      allowedDuplicateParameters?: string | string[] | Set<string>,
+    ): void;
+    urlFor(name: string, opt?: Record<string, unknown>): string;
+  }
+
+  export namespace errors {
+    class OIDCProviderError extends Error {
+      constructor(status: number, message: string);
+      status: number;
+      statusCode: number;
+      expose: boolean;
+      error: string;
+      error_description?: string;
+    }
+    class InvalidClientAuth extends OIDCProviderError {
+      constructor(detail?: string);
+    }
+    class InvalidScope extends OIDCProviderError {
+      constructor(description?: string, scope?: string);
+    }
+    class InvalidTarget extends OIDCProviderError {
+      constructor(description?: string);
+    }
+    class InvalidRequest extends OIDCProviderError {
+      constructor(description?: string, code?: number);
+    }
+  }
+
+  export default Provider;
+}

@@ -1,0 +1,82 @@
+import type { MerchantId, Queryable } from '@merx/kit';
+import type { ApiKeyRecord } from '../domain/api-key.js';
+import type { Merchant } from '../domain/merchant.js';
+import type { ApiKeyClient } from '../provider/index.js';
+import { OAUTH_SCHEMA } from './migrations.js';
+
+interface MerchantRow {
+  id: string;
+  name: string;
+  mode: Merchant['mode'];
+  plan: Merchant['plan'];
+  default_currency: string;
+  timezone: string;
+  status: Merchant['status'];
+  version: number;
+  created_at: Date;
+  updated_at: Date;
+}
+
+const toMerchant = (row: MerchantRow): Merchant => ({
+  id: row.id,
+  name: row.name,
+  mode: row.mode,
+  plan: row.plan,
+  defaultCurrency: row.default_currency,
+  timezone: row.timezone,
+  status: row.status,
+  version: Number(row.version),
+  createdAt: row.created_at,
+  updatedAt: row.updated_at,
+});
+
+export async function insertMerchant(tx: Queryable, merchant: Merchant): Promise<Merchant> {
+  const { rows } = await tx.query<MerchantRow>(
+    `INSERT INTO ${OAUTH_SCHEMA}.merchants (id, name, mode, plan, default_currency, timezone, status, version, created_at, updated_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9) RETURNING *`,
+    [merchant.id, merchant.name, merchant.mode, merchant.plan, merchant.defaultCurrency, merchant.timezone, merchant.status, merchant.version, merchant.createdAt],
+  );
+  return toMerchant(rows[0]!);
+}
+
+export async function findMerchant(db: Queryable, merchantId: MerchantId): Promise<Merchant | undefined> {
+  const { rows } = await db.query<MerchantRow>(`SELECT * FROM ${OAUTH_SCHEMA}.merchants WHERE id = $1`, [merchantId]);
+  return rows[0] ? toMerchant(rows[0]) : undefined;
+}
+
+export async function insertApiKeyForMerchant(tx: Queryable, merchantId: MerchantId, key: Omit<ApiKeyRecord, 'merchantId'>): Promise<ApiKeyRecord> {
+  await tx.query(
+    `INSERT INTO ${OAUTH_SCHEMA}.api_keys (merchant_id, id, name, client_id, secret_hash, scopes, created_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+    [merchantId, key.id, key.name, key.clientId, key.secretHash, key.scopes, key.createdAt],
+  );
+  return { ...key, merchantId };
+}
+
+/** The token endpoint's lookup: the key and its merchant's standing, in one query. */
+export async function findApiKeyClientByClientId(db: Queryable, clientId: string): Promise<ApiKeyClient | undefined> {
+  const { rows } = await db.query<{ client_id: string; secret_hash: string; merchant_id: string; scopes: string[]; revoked_at: Date | null; merchant_status: 'active' | 'suspended' }>(
+    `SELECT k.client_id, k.secret_hash, k.merchant_id, k.scopes, k.revoked_at, m.status AS merchant_status
+       FROM ${OAUTH_SCHEMA}.api_keys k JOIN ${OAUTH_SCHEMA}.merchants m ON m.id = k.merchant_id
+      WHERE k.client_id = $1`,
+    [clientId],
+  );
+  const row = rows[0];
+  if (!row) return undefined;
+  return {
+    clientId: row.client_id,
+    secretHash: row.secret_hash,
+    merchantId: row.merchant_id,
+    scopes: row.scopes,
+    status: row.revoked_at ? 'revoked' : 'active',
+    merchantStatus: row.merchant_status,
+  };
+}
+
+/** Coarse on purpose (once a minute per key): last_used_at informs humans, it must not cost a write per token. */
+export async function touchApiKeyLastUsed(db: Queryable, clientId: string, now: Date): Promise<void> {
+  await db.query(
+    `UPDATE ${OAUTH_SCHEMA}.api_keys SET last_used_at = $2 WHERE client_id = $1 AND (last_used_at IS NULL OR last_used_at < $2::timestamptz - interval '1 minute')`,
+    [clientId, now],
+  );
+}
