@@ -1,0 +1,1 @@
+export { startEmbedded, type DevCredentials, type EmbeddedOptions, type RunningEmbedded } from './embedded.js';

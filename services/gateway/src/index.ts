@@ -1,0 +1,1 @@
+export { startGateway, type GatewayDeps, type RunningGateway } from './service.js';

@@ -1,0 +1,71 @@
+import type { Context } from 'koa';
+import { Pool, errors as undiciErrors, type Dispatcher } from 'undici';
+import { MAX_BODY_BYTES, PayloadTooLarge, Unavailable } from '@merx/kit';
+
+/** RFC 9110 §7.6.1: meaningful only for one hop, never forwarded. */
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'host']);
+const NOT_COPIED_BACK = new Set([...HOP_BY_HOP, 'x-request-id', 'content-length']);
+
+export interface Upstream {
+  name: string;
+  origin: string;
+  pool: Pool;
+}
+
+export function createUpstream(name: string, origin: string): Upstream {
+  return {
+    name,
+    origin,
+    // Keep-alive connections to each service; pipelining stays off so one slow request never blocks another.
+    pool: new Pool(origin, { connections: 64, keepAliveTimeout: 30_000, keepAliveMaxTimeout: 60_000, headersTimeout: 30_000, bodyTimeout: 30_000 }),
+  };
+}
+
+function forwardedHeaders(ctx: Context, requestId: string): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(ctx.request.headers)) {
+    if (value === undefined || HOP_BY_HOP.has(name) || name.startsWith('x-forwarded-')) continue;
+    headers[name] = Array.isArray(value) ? value.join(', ') : value;
+  }
+  headers['x-request-id'] = requestId;
+  headers['x-forwarded-for'] = ctx.ip;
+  headers['x-forwarded-host'] = ctx.host;
+  headers['x-forwarded-proto'] = ctx.protocol;
+  return headers;
+}
+
+function hasBody(ctx: Context): boolean {
+  return Number(ctx.get('content-length') || 0) > 0 || ctx.get('transfer-encoding') !== '';
+}
+
+/** Streams the request to the upstream and the answer back; nothing is buffered at the edge. */
+export async function proxyTo(upstream: Upstream, ctx: Context, requestId: string): Promise<void> {
+  if (Number(ctx.get('content-length') || 0) > MAX_BODY_BYTES) throw new PayloadTooLarge(MAX_BODY_BYTES);
+  let response: Dispatcher.ResponseData;
+  try {
+    response = await upstream.pool.request({
+      method: ctx.method as Dispatcher.HttpMethod,
+      path: ctx.url,
+      headers: forwardedHeaders(ctx, requestId),
+      body: hasBody(ctx) ? ctx.req : null,
+    });
+  } catch (error) {
+    if (error instanceof undiciErrors.UndiciError || (error as NodeJS.ErrnoException)?.code) {
+      throw new Unavailable(`The ${upstream.name} service is unavailable; retry later.`, error);
+    }
+    throw error;
+  }
+  ctx.status = response.statusCode;
+  for (const [name, value] of Object.entries(response.headers)) {
+    if (value === undefined || NOT_COPIED_BACK.has(name)) continue;
+    ctx.set(name, value as string | string[]);
+  }
+  const length = response.headers['content-length'];
+  if (ctx.status === 204 || ctx.status === 304 || ctx.method === 'HEAD') {
+    await response.body.dump();
+    ctx.body = null;
+    return;
+  }
+  ctx.body = response.body;
+  if (typeof length === 'string') ctx.length = Number(length);
+}

@@ -1,0 +1,32 @@
+import type { Upstream } from './proxy.js';
+
+export interface RouteTarget {
+  upstream: Upstream;
+  /** Checked at the edge; the service checks the token again itself. */
+  requiresToken: boolean;
+}
+
+export interface Upstreams {
+  oauth: Upstream;
+  catalog: Upstream;
+}
+
+/**
+ * Longest-prefix routing table. Later services (merchants, audit, webhooks) add their prefixes
+ * here; an unlisted /api/v1 path is a 404 at the edge.
+ */
+export function routeTable(upstreams: Upstreams): Array<[prefix: string, target: RouteTarget]> {
+  const table: Array<[string, RouteTarget]> = [
+    ['/api/v1/products', { upstream: upstreams.catalog, requiresToken: true }],
+    ['/admin/v1/merchants', { upstream: upstreams.oauth, requiresToken: false }],
+    ['/oauth', { upstream: upstreams.oauth, requiresToken: false }],
+  ];
+  return table.sort((a, b) => b[0].length - a[0].length);
+}
+
+export function resolveRoute(table: Array<[string, RouteTarget]>, path: string): RouteTarget | undefined {
+  for (const [prefix, target] of table) {
+    if (path === prefix || path.startsWith(`${prefix}/`)) return target;
+  }
+  return undefined;
+}
