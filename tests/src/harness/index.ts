@@ -1,0 +1,5 @@
+export * from './client.js';
+export * from './distributed.js';
+export * from './events.js';
+export * from './stack.js';
+export * from './shared.js';
