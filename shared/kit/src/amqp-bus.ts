@@ -2,7 +2,7 @@ import amqp, { type Channel, type ChannelModel, type ConfirmChannel, type Consum
 import pRetry from 'p-retry';
 import { DEFAULT_DELIVERY_LIMIT, EVENTS_EXCHANGE, poisonQueueOf, type Bus, type Consumer, type ConsumerOptions, type EventHandler } from './bus.js';
 import { Unavailable } from './errors.js';
-import type { MerxEvent } from './events.js';
+import { runInEventContext, type MerxEvent } from './events.js';
 import type { Logger } from './logger.js';
 import { busMessages } from './metrics.js';
 
@@ -39,9 +39,18 @@ export class AmqpBus implements Bus {
 
   private constructor(private readonly options: AmqpBusOptions) {}
 
+  /**
+   * Connects, or, when the broker is not reachable yet, returns a bus that keeps trying in the
+   * background: a service may start before its broker, reporting not-ready until it connects.
+   */
   static async connect(options: AmqpBusOptions): Promise<AmqpBus> {
     const bus = new AmqpBus(options);
-    await bus.establish();
+    try {
+      await bus.establish();
+    } catch (error) {
+      options.logger.warn({ err: error }, 'message broker unreachable at start-up; retrying in the background');
+      bus.reconnectInBackground();
+    }
     return bus;
   }
 
@@ -105,6 +114,10 @@ export class AmqpBus implements Bus {
     this.publisher = undefined;
     if (this.closing) return;
     this.options.logger.warn('lost the broker connection; reconnecting');
+    this.reconnectInBackground();
+  }
+
+  private reconnectInBackground(): void {
     this.reconnecting ??= pRetry(() => (this.closing ? Promise.resolve() : this.establish()), {
       retries: Number.POSITIVE_INFINITY,
       minTimeout: this.options.reconnectMinMs ?? 100,
@@ -156,12 +169,19 @@ export class AmqpBus implements Bus {
     }
     const deliveryCount = Number(message.properties.headers?.['x-delivery-count'] ?? 0) + 1;
     try {
-      await consumer.handler(event, { redelivered: message.fields.redelivered, deliveryCount });
+      await runInEventContext(event, () => consumer.handler(event, { redelivered: message.fields.redelivered, deliveryCount }));
       busMessages.inc({ service: this.options.service, direction: 'consumed', topic: event.topic });
       this.settle(() => channel.ack(message));
     } catch (error) {
-      this.options.logger.warn({ err: error, event_id: event.id, topic: event.topic, delivery_count: deliveryCount }, 'event handler failed; requeued');
-      this.settle(() => channel.nack(message, false, true));
+      // RabbitMQ dead-letters only once the count exceeds x-delivery-limit (limit + 1 attempts);
+      // rejecting the last allowed attempt ourselves makes the limit mean what it says, as in MemoryBus.
+      const exhausted = !consumer.options.transient && deliveryCount >= (consumer.options.deliveryLimit ?? DEFAULT_DELIVERY_LIMIT);
+      if (exhausted) {
+        this.options.logger.error({ err: error, event_id: event.id, topic: event.topic, delivery_count: deliveryCount }, 'event handler failed; moved to the poison queue');
+      } else {
+        this.options.logger.warn({ err: error, event_id: event.id, topic: event.topic, delivery_count: deliveryCount }, 'event handler failed; requeued');
+      }
+      this.settle(() => channel.nack(message, false, !exhausted));
     }
   }
 

@@ -1,4 +1,4 @@
-import { currentContext, type Actor } from './context.js';
+import { currentContext, runWithContext, type Actor, type RequestContext } from './context.js';
 import { newId } from './ids.js';
 
 /** The envelope every state change travels in, on the bus and (signed) to webhook subscribers. */
@@ -56,4 +56,15 @@ export function topicMatches(pattern: string, topic: string): boolean {
     return (word === '*' || word === topicWords[t]) && match(p + 1, t + 1);
   };
   return match(0, 0);
+}
+
+/**
+ * Consumers run inside the context of the request that caused the event, so their log lines and
+ * the events they emit in turn carry the same request id, merchant and actor.
+ */
+export function runInEventContext<T>(event: MerxEvent, work: () => T): T {
+  const context: RequestContext = { requestId: event.context?.request_id ?? newId('req'), merchantId: event.merchant_id };
+  if (event.context?.actor) context.actor = event.context.actor;
+  if (event.context?.ip) context.ip = event.context.ip;
+  return runWithContext(context, work);
 }

@@ -1,7 +1,15 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Bus, Consumer, ConsumerOptions, EventHandler } from './bus.js';
 import { DEFAULT_DELIVERY_LIMIT } from './bus.js';
-import { topicMatches, type MerxEvent } from './events.js';
+import { runInEventContext, topicMatches, type MerxEvent } from './events.js';
 import type { Logger } from './logger.js';
+
+/**
+ * Deliveries start from the empty async context captured at load, as they would behind a broker.
+ * Otherwise they inherit the publisher's through setImmediate: behind the outbox relay that is the
+ * relay's open PGlite transaction, and createPgliteDb refuses every handler's own transaction.
+ */
+const runDetached = AsyncLocalStorage.snapshot();
 
 interface QueuedMessage {
   body: string;
@@ -90,8 +98,9 @@ export class MemoryBus implements Bus {
       const handler = queue.handlers[(message.deliveryCount + queue.inFlight) % queue.handlers.length]!;
       queue.inFlight++;
       message.deliveryCount++;
-      setImmediate(() => {
-        handler(JSON.parse(message.body) as MerxEvent, { redelivered: message.deliveryCount > 1, deliveryCount: message.deliveryCount })
+      runDetached(setImmediate, () => {
+        const event = JSON.parse(message.body) as MerxEvent;
+        runInEventContext(event, () => handler(event, { redelivered: message.deliveryCount > 1, deliveryCount: message.deliveryCount }))
           .catch((error: unknown) => {
             if (message.deliveryCount >= queue.deliveryLimit) {
               queue.poison.push(message.body);
