@@ -44,9 +44,10 @@ const METHODS_WITH_BODY = new Set(['POST', 'PUT', 'PATCH']);
 /**
  * JSON only: a body sent with any other media type is a 415 before we read a byte of it,
  * bodies over 1 MiB are a 413, malformed JSON a 400 (the parsers' errors are mapped in problem.ts).
+ * The parser takes every type the guard lets through (+json too), so no accepted body is silently dropped.
  */
 export function jsonBodyMiddleware(): Middleware {
-  const parse = koaBody({ json: true, jsonStrict: true, jsonLimit: MAX_BODY_BYTES, multipart: false, urlencoded: false, text: false, parsedMethods: ['POST', 'PUT', 'PATCH'] as never });
+  const parse = koaBody({ json: true, jsonTypes: ['application/json', '+json'], jsonStrict: true, jsonLimit: MAX_BODY_BYTES, multipart: false, urlencoded: false, text: false, parsedMethods: ['POST', 'PUT', 'PATCH'] as never });
   return async function requireJsonBody(ctx, next) {
     if (!METHODS_WITH_BODY.has(ctx.method)) return next();
     const hasBody = Number(ctx.get('content-length') || 0) > 0 || ctx.get('transfer-encoding') !== '';
