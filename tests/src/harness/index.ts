@@ -3,3 +3,4 @@ export * from './distributed.js';
 export * from './events.js';
 export * from './stack.js';
 export * from './shared.js';
+export * from './tcp-proxy.js';

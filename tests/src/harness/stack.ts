@@ -3,6 +3,7 @@ import { AmqpBus, createLogger, type Logger } from '@merx/kit';
 import { startEmbedded } from '@merx/embedded';
 import { AMQP_URL, createTestDatabase, freePort, startServiceProcess, type ServiceProcess } from './distributed.js';
 import { EventObserver } from './events.js';
+import { TcpProxy } from './tcp-proxy.js';
 
 export type StackMode = 'embedded' | 'distributed';
 
@@ -13,7 +14,12 @@ export interface Stack {
   events: EventObserver;
   /** Distributed mode only: the service processes, for tests that kill or restart one. */
   processes: Record<string, ServiceProcess>;
+  /** Distributed mode only: each service reaches RabbitMQ through its own proxy, so a test can cut its link. */
+  brokerLinks: Record<string, TcpProxy>;
   restart(service: string): Promise<void>;
+  /** Distributed mode only: SIGKILL, no shutdown of any kind, as a crash would. */
+  kill(service: string): Promise<void>;
+  start(service: string): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -34,8 +40,15 @@ async function startEmbeddedStack(): Promise<Stack> {
     operatorToken: merx.credentials.operator_token,
     events,
     processes: {},
+    brokerLinks: {},
     async restart() {
       throw new Error('restart needs the distributed mode');
+    },
+    async kill() {
+      throw new Error('kill needs the distributed mode');
+    },
+    async start() {
+      throw new Error('start needs the distributed mode');
     },
     async stop() {
       await events.close();
@@ -50,16 +63,25 @@ async function startDistributedStack(): Promise<Stack> {
   const [gatewayPort, oauthPort, catalogPort] = [await freePort(), await freePort(), await freePort()];
   const baseUrl = `http://localhost:${gatewayPort}`;
   const operatorToken = randomBytes(32).toString('base64url');
+  const amqp = new URL(AMQP_URL);
+  const brokerLinks: Record<string, TcpProxy> = {
+    oauth: await TcpProxy.start(amqp.hostname, Number(amqp.port || 5672)),
+    catalog: await TcpProxy.start(amqp.hostname, Number(amqp.port || 5672)),
+  };
+  const viaProxy = (service: string) => {
+    const url = new URL(AMQP_URL);
+    url.port = String(brokerLinks[service]!.port);
+    return url.toString();
+  };
   const common = {
     DATABASE_URL: database.url,
-    AMQP_URL,
     MERX_PUBLIC_URL: baseUrl,
     MERX_JWKS_URL: `http://127.0.0.1:${oauthPort}/oauth/jwks`,
     MERX_DB_POOL_SIZE: '5',
   };
   const env: Record<string, Record<string, string>> = {
-    oauth: { ...common, MERX_OPERATOR_TOKEN: operatorToken, MERX_COOKIE_SECRET: randomBytes(32).toString('base64url') },
-    catalog: common,
+    oauth: { ...common, AMQP_URL: viaProxy('oauth'), MERX_OPERATOR_TOKEN: operatorToken, MERX_COOKIE_SECRET: randomBytes(32).toString('base64url') },
+    catalog: { ...common, AMQP_URL: viaProxy('catalog') },
     gateway: {
       MERX_PUBLIC_URL: baseUrl,
       MERX_JWKS_URL: common.MERX_JWKS_URL,
@@ -75,6 +97,7 @@ async function startDistributedStack(): Promise<Stack> {
     for (const name of ['oauth', 'catalog', 'gateway']) processes[name] = await startServiceProcess(name, env[name]!, ports[name]!);
   } catch (error) {
     await Promise.all(Object.values(processes).map((service) => service.stop()));
+    await Promise.all(Object.values(brokerLinks).map((link) => link.close()));
     await events.close();
     await bus.close();
     await database.drop();
@@ -86,12 +109,21 @@ async function startDistributedStack(): Promise<Stack> {
     operatorToken,
     events,
     processes,
+    brokerLinks,
     async restart(name: string) {
       await processes[name]!.stop();
       processes[name] = await startServiceProcess(name, env[name]!, ports[name]!);
     },
+    async kill(name: string) {
+      processes[name]!.child.kill('SIGKILL');
+      await processes[name]!.exited;
+    },
+    async start(name: string) {
+      processes[name] = await startServiceProcess(name, env[name]!, ports[name]!);
+    },
     async stop() {
       await Promise.all(Object.values(processes).map((service) => service.stop()));
+      await Promise.all(Object.values(brokerLinks).map((link) => link.close()));
       await events.close();
       await bus.close();
       await database.drop();
