@@ -1,0 +1,38 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../..');
+
+function runEntryPoint(service: string, env: Record<string, string>): Promise<{ code: number | null; stderr: string; stdout: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [path.join(repoRoot, 'services', service, 'dist/src/main.js')], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    let stdout = '';
+    child.stderr.on('data', (chunk) => (stderr += chunk));
+    child.stdout.on('data', (chunk) => (stdout += chunk));
+    child.on('exit', (code) => resolve({ code, stderr, stdout }));
+  });
+}
+
+describe('configuration is checked before a port opens', () => {
+  const cases: Array<{ service: string; env: Record<string, string>; mentions: string[] }> = [
+    { service: 'catalog', env: {}, mentions: ['DATABASE_URL', 'AMQP_URL', 'MERX_PUBLIC_URL', 'MERX_JWKS_URL'] },
+    { service: 'oauth', env: { DATABASE_URL: 'postgres://x@localhost/x', AMQP_URL: 'amqp://localhost', MERX_PUBLIC_URL: 'http://localhost:8080', MERX_JWKS_URL: 'http://localhost:3001/oauth/jwks', MERX_OPERATOR_TOKEN: 'short' }, mentions: ['MERX_OPERATOR_TOKEN', 'MERX_COOKIE_SECRET'] },
+    { service: 'gateway', env: { MERX_PUBLIC_URL: 'not a url', PORT: 'eighty' }, mentions: ['MERX_PUBLIC_URL', 'PORT', 'MERX_OAUTH_URL', 'MERX_CATALOG_URL'] },
+    { service: 'embedded', env: { PORT: '99999' }, mentions: ['PORT'] },
+  ];
+  for (const { service, env, mentions } of cases) {
+    it(`${service}: a bad or missing setting stops it with one line naming the variables`, async function () {
+      this.timeout(20_000);
+      const { code, stderr, stdout } = await runEntryPoint(service, env);
+      assert.equal(code, 78, stderr);
+      const lines = stderr.trim().split('\n');
+      assert.equal(lines.length, 1, `expected one line, got:\n${stderr}`);
+      assert.match(lines[0]!, new RegExp(`^(merx|${service}): configuration error: `));
+      for (const name of mentions) assert.ok(lines[0]!.includes(name), `${name} in: ${lines[0]}`);
+      assert.equal(stdout, '');
+    });
+  }
+});

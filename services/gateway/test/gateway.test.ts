@@ -1,0 +1,76 @@
+import assert from 'node:assert/strict';
+import { createServer } from 'node:net';
+import { exportJWK, generateKeyPair, SignJWT, createLocalJWKSet } from 'jose';
+import { createLogger, createTokenVerifier, newId } from '@merx/kit';
+import { startGateway, type RunningGateway } from '../src/index.js';
+
+const ISSUER = 'http://localhost:8080/oauth';
+
+/** A port nothing listens on: connections to it are refused, like a crashed service's. */
+async function closedPort(): Promise<number> {
+  return new Promise((resolve) => {
+    const probe = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as { port: number };
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+describe('gateway (component, upstreams down)', () => {
+  let gateway: RunningGateway;
+  let sign: (claims: Record<string, unknown>) => Promise<string>;
+
+  before(async () => {
+    const { privateKey, publicKey } = await generateKeyPair('ES256');
+    const publicJwk = { ...(await exportJWK(publicKey)), kid: 'test', alg: 'ES256' };
+    sign = (claims) =>
+      new SignJWT(claims).setProtectedHeader({ alg: 'ES256', kid: 'test', typ: 'at+jwt' }).setIssuer(ISSUER).setAudience('urn:merx:api').setIssuedAt().setExpirationTime('5m').sign(privateKey);
+    const verifier = createTokenVerifier(createLocalJWKSet({ keys: [publicJwk] }), { issuer: ISSUER, audience: 'urn:merx:api' });
+    const down = `http://127.0.0.1:${await closedPort()}`;
+    gateway = await startGateway({ logger: createLogger('gateway-test', 'silent'), verifier, publicUrl: 'http://localhost:8080', upstreams: { oauth: down, catalog: down }, port: 0 });
+  });
+  after(() => gateway.stop());
+
+  const token = () => sign({ merchant_id: newId('mch'), client_id: 'mx_test_AAAAAAAAAAAAAAAA', scope: 'products:read' });
+
+  it('answers 503 unavailable as problem+json when a service cannot be reached', async () => {
+    const response = await fetch(`${gateway.url}/api/v1/products`, { headers: { authorization: `Bearer ${await token()}` } });
+    assert.equal(response.status, 503);
+    assert.match(response.headers.get('content-type') ?? '', /application\/problem\+json/);
+    const body = (await response.json()) as Record<string, string>;
+    assert.equal(body.code, 'unavailable');
+    assert.equal(body.request_id, response.headers.get('x-request-id'));
+    assert.ok(!JSON.stringify(body).includes('ECONNREFUSED'), 'no internals leak');
+  });
+
+  it('checks the token at the edge: 401 without reaching the service', async () => {
+    const response = await fetch(`${gateway.url}/api/v1/products`, { headers: { authorization: 'Bearer x.y.z' } });
+    assert.equal(response.status, 401);
+    assert.match(response.headers.get('www-authenticate') ?? '', /invalid_token/);
+  });
+
+  it('refuses a body declared over 1 MiB with 413 before proxying it', async () => {
+    const response = await fetch(`${gateway.url}/api/v1/products`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${await token()}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ description: 'x'.repeat(1_100_000) }),
+    });
+    assert.equal(response.status, 413);
+    assert.equal(((await response.json()) as { code: string }).code, 'payload_too_large');
+  });
+
+  it('reports not ready, naming the failing upstream, while staying alive', async () => {
+    const ready = await fetch(`${gateway.url}/readyz`);
+    assert.equal(ready.status, 503);
+    const body = (await ready.json()) as { status: string; checks: Record<string, string>; details: Record<string, string> };
+    assert.equal(body.status, 'not_ready');
+    assert.deepEqual(body.checks, { oauth: 'failed', catalog: 'failed' });
+    assert.ok(body.details.catalog);
+    assert.equal((await fetch(`${gateway.url}/healthz`)).status, 200);
+  });
+
+  it('serves its OpenAPI document with this deployment as the server', async () => {
+    const document = (await (await fetch(`${gateway.url}/api/v1/openapi.json`)).json()) as { servers: Array<{ url: string }> };
+    assert.equal(document.servers[0]!.url, 'http://localhost:8080');
+  });
+});
