@@ -24,6 +24,7 @@ const ISSUER = 'http://localhost:8080/oauth';
 const AUDIENCE = 'urn:merx:api';
 const TTL = 900;
 const BROKEN_STORE_CLIENT = 'mx_test_BrokenBrokenBrok';
+const REQUEST_ID = 'req_01jd3k0000000000000000test';
 const FORWARDED = { 'x-forwarded-host': 'localhost:8080', 'x-forwarded-proto': 'http' };
 
 interface TokenAnswer {
@@ -38,6 +39,7 @@ describe('oauth provider (client credentials for API keys)', () => {
   const clients = new Map<string, ApiKeyClient>();
   const issued: TokenIssued[] = [];
   const errorBodies: string[] = [];
+  const statusesSeenByApp: number[] = [];
   let db: Db;
   let server: Server;
   let baseUrl: string;
@@ -104,6 +106,12 @@ describe('oauth provider (client credentials for API keys)', () => {
       },
     });
     const app = new Koa();
+    // Stands in for the kit's request context middleware, which runs before the mount.
+    app.use(async (ctx, next) => {
+      ctx.set('X-Request-Id', REQUEST_ID);
+      await next();
+      statusesSeenByApp.push(ctx.status);
+    });
     mountProvider(app, provider);
     // Stands in for the service's own routes and 404 handling behind the mount.
     app.use((ctx) => {
@@ -318,6 +326,21 @@ describe('oauth provider (client credentials for API keys)', () => {
         assert.equal(response.status, 404, path);
         assert.deepEqual(await response.json(), { fell_through: path });
       }
+    });
+
+    it('keeps the headers the app set before the mount and reports the answered status to it', async () => {
+      const { clientId, apiKey } = addKey(['products:read']);
+      const answers = [
+        await tokenWithBasic(clientId, apiKey),
+        await tokenWithBasic(clientId, 'wrong'),
+        await post('/oauth/nothing-here', ''),
+      ];
+      const discovery = await fetch(`${baseUrl}/oauth/.well-known/openid-configuration`);
+      assert.deepEqual([...answers.map((answer) => answer.status), discovery.status], [200, 401, 404, 200]);
+      for (const headers of [...answers.map((answer) => answer.headers), discovery.headers]) {
+        assert.equal(headers.get('x-request-id'), REQUEST_ID);
+      }
+      assert.deepEqual(statusesSeenByApp.slice(-4), [200, 401, 404, 200]);
     });
 
     it('has no interaction, userinfo or registration endpoints', async () => {

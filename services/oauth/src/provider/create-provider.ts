@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http';
 import type Koa from 'koa';
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, type JWK } from 'jose';
 import Provider, { errors } from 'oidc-provider';
@@ -49,7 +50,8 @@ function scopeSet(scope: unknown): Set<string> {
   return new Set(typeof scope === 'string' && scope.length > 0 ? scope.split(' ') : []);
 }
 
-const ALG_BY_CURVE: Record<string, string> = { 'P-256': 'ES256', 'P-384': 'ES384', 'P-521': 'ES512', Ed25519: 'Ed25519' };
+// oidc-provider 8 names Ed25519 signatures by their JWS family name, EdDSA.
+const ALG_BY_CURVE: Record<string, string> = { 'P-256': 'ES256', 'P-384': 'ES384', 'P-521': 'ES512', Ed25519: 'EdDSA' };
 
 function signingAlgorithm(jwk: JWK): string {
   if (typeof jwk.alg === 'string') return jwk.alg;
@@ -110,7 +112,7 @@ function apiKeyClientAdapter(findApiKeyClient: CreateProviderOptions['findApiKey
  * built-in handler is wrapped rather than replaced (it keeps resource, DPoP and mTLS handling).
  */
 function withApiKeyScopes(builtIn: GrantHandler, onTokenIssued: CreateProviderOptions['onTokenIssued']): GrantHandler {
-  return async (ctx: KoaContextWithOIDC) => {
+  return async (ctx: KoaContextWithOIDC, next: () => Promise<void>) => {
     const { client, params } = ctx.oidc;
     if (!client || !params) throw new Error('client_credentials handler reached without an authenticated client');
     const held = scopeSet(client.scope);
@@ -121,7 +123,7 @@ function withApiKeyScopes(builtIn: GrantHandler, onTokenIssued: CreateProviderOp
         if (!held.has(scope)) throw new errors.InvalidScope('requested scope is not allowed', scope);
       }
     }
-    await builtIn(ctx);
+    await builtIn(ctx, next);
     const token = ctx.oidc.entities.ClientCredentials as TokenInstance | undefined;
     const merchantId = merchantIdOf(client);
     if (onTokenIssued && token && merchantId) {
@@ -225,20 +227,38 @@ export function createProvider(options: CreateProviderOptions): Provider {
   return provider;
 }
 
+/** What Express adds to a request it hands a mounted app; oidc-provider reads them to build URLs. */
+type MountedRequest = IncomingMessage & { originalUrl?: string; baseUrl?: string };
+
 /**
- * Mounts the provider under its issuer's path (`/oauth` for `http://host/oauth`) the way
- * koa-mount does, without the dependency: the provider's middleware runs on the parent's
- * context with the prefix stripped, and requests it does not route fall through to the parent
- * (its 404 and problem+json handling). Because the parent's context is used, the parent's
- * `proxy` setting decides whether X-Forwarded-Host/Proto count, so it is turned on here: the
- * service only ever sits behind the gateway. Mount it before any body parser: oidc-provider
- * reads the raw request body itself.
+ * Mounts the provider under its issuer's path (`/oauth` for `http://host/oauth`).
+ *
+ * oidc-provider 8 runs on its own koa 2 application, which cannot run on this app's koa 3
+ * context, so the request is handed to `provider.callback()` the way Express mounts it: the
+ * prefix stripped from `req.url`, the full URL kept in `req.originalUrl` (from which the
+ * provider derives its mount path for discovery URLs). The provider writes to the same raw
+ * response, so headers set earlier on it (X-Request-Id) stay, and this app's `ctx.status`
+ * reads the provider's status for metrics. The provider's `proxy` setting decides whether
+ * X-Forwarded-Host/Proto count; `createProvider` turns it on.
+ *
+ * Requests under the prefix that the provider does not route fall through to this app (its
+ * 404 and problem+json handling): the provider is told not to answer them and the headers it
+ * set are put back as they were. Mount it before any body parser: oidc-provider reads the raw
+ * request body itself.
  */
 export function mountProvider(app: Koa, provider: Provider): void {
   const prefix = new URL(provider.issuer).pathname.replace(/\/+$/, '');
-  app.proxy = true;
-  // oidc-provider's cookies would be signed with the parent's keys; lend it the provider's.
-  if (!app.keys) app.keys = provider.keys;
+  const unrouted = new WeakSet<IncomingMessage>();
+  // `use` puts this ahead of the provider's own error handler, so it sees the final answer.
+  provider.use(async (ctx, next) => {
+    await next();
+    // @koa/router names the matched route on the context; without one the provider's 404 is only "no such route".
+    if (ctx.status === 404 && (ctx as { _matchedRoute?: unknown })._matchedRoute === undefined) {
+      unrouted.add(ctx.req);
+      ctx.respond = false;
+    }
+  });
+  const handle = provider.callback();
 
   const stripPrefix = (path: string): string | undefined => {
     if (prefix === '') return path;
@@ -247,36 +267,33 @@ export function mountProvider(app: Koa, provider: Provider): void {
   };
 
   app.use(async (ctx, next) => {
-    const original = ctx.path;
-    const inner = stripPrefix(original);
+    const inner = stripPrefix(ctx.path);
     if (inner === undefined) return next();
-    ctx.mountPath = prefix;
-    ctx.path = inner;
+    const req: MountedRequest = ctx.req;
+    const { url, originalUrl, baseUrl } = req;
+    const headersBefore = ctx.res.getHeaders();
+    req.url = `${inner}${ctx.search}`;
+    req.originalUrl = url;
+    req.baseUrl = prefix;
+    ctx.respond = false;
     try {
-      await runMiddleware(provider.middleware, ctx, async () => {
-        ctx.path = original;
-        try {
-          await next();
-        } finally {
-          ctx.path = inner;
-        }
-      });
+      await handle(req, ctx.res);
     } finally {
-      ctx.path = original;
+      req.url = url;
+      req.originalUrl = originalUrl;
+      req.baseUrl = baseUrl;
     }
-  });
-}
+    if (!unrouted.has(req)) return;
 
-function runMiddleware(middleware: Koa.Middleware[], ctx: Koa.ParameterizedContext, last: () => Promise<void>): Promise<void> {
-  let called = -1;
-  const dispatch = async (index: number): Promise<void> => {
-    if (index <= called) throw new Error('next() called multiple times');
-    called = index;
-    const current = middleware[index];
-    if (!current) return last();
-    await current(ctx, () => dispatch(index + 1));
-  };
-  return dispatch(0);
+    unrouted.delete(req);
+    ctx.respond = true;
+    for (const name of ctx.res.getHeaderNames()) ctx.res.removeHeader(name);
+    for (const [name, value] of Object.entries(headersBefore)) {
+      if (value !== undefined) ctx.res.setHeader(name, value);
+    }
+    ctx.res.statusCode = 404;
+    await next();
+  });
 }
 
 /** A fresh ES256 signing key as a private JWK, for the service to persist in its key store. */

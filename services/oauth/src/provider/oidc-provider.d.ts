@@ -1,6 +1,8 @@
-// oidc-provider 9 ships no type declarations. This covers only the surface Merx uses; if
+// oidc-provider 8 ships no type declarations. This covers only the surface Merx uses; if
 // @types/oidc-provider is ever added as a dependency, delete this file.
 declare module 'oidc-provider' {
+  import type { EventEmitter } from 'node:events';
+  import type { IncomingMessage, ServerResponse } from 'node:http';
   import type Koa from 'koa';
 
   export interface AdapterPayload {
@@ -56,15 +58,23 @@ declare module 'oidc-provider' {
 
   export type KoaContextWithOIDC = Koa.ParameterizedContext & { oidc: OIDCContext };
 
-  // The token endpoint calls a grant handler with the context only.
-  export type GrantHandler = (ctx: KoaContextWithOIDC) => Promise<void> | void;
+  export type GrantHandler = (ctx: KoaContextWithOIDC, next: () => Promise<void>) => Promise<void> | void;
 
   // Configuration is a deep, feature-rich object; Merx builds it in one place and tests it.
   export type Configuration = Record<string, unknown>;
 
-  export class Provider extends Koa {
+  /**
+   * Not a Koa application in v8: it owns one, built on its own koa 2, which is why it is run
+   * through `callback()` rather than on another app's (koa 3) context. Middleware given to
+   * `use` runs on that koa 2 context, before the provider's own; koa 2's context is close
+   * enough to koa 3's for the properties read here.
+   */
+  export class Provider extends EventEmitter {
     constructor(issuer: string, configuration?: Configuration);
     readonly issuer: string;
+    proxy: boolean;
+    use(middleware: Koa.Middleware): void;
+    callback(): (req: IncomingMessage, res: ServerResponse) => Promise<void>;
     readonly Client: ClientClass;
     registerGrantType(
       name: string,
