@@ -4,6 +4,8 @@ import {
   migrateSchema,
   mountRouter,
   Outbox,
+  purgeExpiredIdempotencyKeys,
+  scheduleMaintenance,
   OutboxRelay,
   type Bus,
   type Db,
@@ -46,10 +48,12 @@ export async function startCatalog(deps: CatalogDeps): Promise<RunningCatalog> {
   });
   const server = await listen(app, deps.port, deps.host);
   relay.start();
+  const maintenance = scheduleMaintenance([{ name: 'expired idempotency keys', run: () => purgeExpiredIdempotencyKeys(deps.db, CATALOG_SCHEMA) }], deps.logger);
   return {
     ...server,
     relay,
     async stop() {
+      maintenance.stop();
       await server.close();
       await relay.stop();
     },

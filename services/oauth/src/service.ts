@@ -4,13 +4,15 @@ import {
   migrateSchema,
   mountRouter,
   Outbox,
+  purgeExpiredIdempotencyKeys,
+  scheduleMaintenance,
   OutboxRelay,
   type Bus,
   type Db,
   type Logger,
   type RunningServer,
 } from '@merx/kit';
-import { createProvider, generateSigningJwk, mountProvider } from './provider/index.js';
+import { createProvider, deleteExpiredOidcPayloads, generateSigningJwk, mountProvider } from './provider/index.js';
 import { adminRoutes } from './routes/admin.js';
 import { findApiKeyClientByClientId, touchApiKeyLastUsed } from './store/accounts-store.js';
 import { OAUTH_SCHEMA, oauthMigrations } from './store/migrations.js';
@@ -67,10 +69,18 @@ export async function startOauth(deps: OauthDeps): Promise<RunningOauth> {
   });
   const server = await listen(app, deps.port, deps.host);
   relay.start();
+  const maintenance = scheduleMaintenance(
+    [
+      { name: 'expired idempotency keys', run: () => purgeExpiredIdempotencyKeys(deps.db, OAUTH_SCHEMA) },
+      { name: 'expired oidc payloads', run: () => deleteExpiredOidcPayloads(deps.db, { schema: OAUTH_SCHEMA }) },
+    ],
+    deps.logger,
+  );
   return {
     ...server,
     outbox,
     async stop() {
+      maintenance.stop();
       await server.close();
       await relay.stop();
     },

@@ -21,3 +21,4 @@ export * from './server.js';
 export * from './tenancy.js';
 export * from './runtime.js';
 export * from './money.js';
+export * from './maintenance.js';
