@@ -87,9 +87,12 @@ export function createContractValidator(document: OpenApiDocument = openApiDocum
     if (parsed.problem) problems.push(parsed.problem);
     else problems.push(...check(media.schema, parsed.value, 'body'));
     const bodyRequestId = (parsed.value as { request_id?: unknown } | null | undefined)?.request_id;
-    const headerRequestId = actual.headers ? readHeader(actual.headers, 'X-Request-Id') : undefined;
+    // A replayed idempotent answer is the first answer byte for byte: its body names the first request.
+    const replayed = actual.headers ? readHeader(actual.headers, 'Idempotent-Replayed') === 'true' : false;
+    const requestIdHeader = replayed ? 'Original-Request-Id' : 'X-Request-Id';
+    const headerRequestId = actual.headers ? readHeader(actual.headers, requestIdHeader) : undefined;
     if (typeof bodyRequestId === 'string' && headerRequestId !== undefined && bodyRequestId !== headerRequestId) {
-      problems.push(`body/request_id ${bodyRequestId} differs from the X-Request-Id header ${headerRequestId}`);
+      problems.push(`body/request_id ${bodyRequestId} differs from the ${requestIdHeader} header ${headerRequestId}`);
     }
     return problems.map((problem) => `${label}: ${problem}`);
   }

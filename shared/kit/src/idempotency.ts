@@ -8,7 +8,7 @@ import type { Migration } from './migrations.js';
 export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
 /** A key still "running" after this long belongs to a request that died; it may be taken over. */
 const ABANDONED_AFTER_MS = 60_000;
-const REPLAYED_HEADERS = ['content-type', 'etag', 'location'];
+const REPLAYED_HEADERS = ['content-type', 'etag', 'location', 'x-request-id'];
 
 export const idempotencyMigration: Migration = {
   id: '000_idempotency_keys',
@@ -67,7 +67,7 @@ export function idempotencyMiddleware(db: Db, schema: string, options: { now?: (
     }
     const merchantId = (ctx.state.auth as { merchantId: string } | undefined)?.merchantId;
     if (!merchantId) return next();
-    const requestHash = createHash('sha256').update(`${ctx.method} ${ctx.path}\n${canonicalJson(ctx.request.body ?? null)}`).digest('hex');
+    const requestHash = createHash('sha256').update(`${ctx.method} ${ctx.path.replace(/\/+$/, '')}\n${canonicalJson(ctx.request.body ?? null)}`).digest('hex');
 
     const claimed = await db.query(
       `INSERT INTO ${table} (merchant_id, key, request_hash, state, created_at, locked_at)
@@ -86,7 +86,11 @@ export function idempotencyMiddleware(db: Db, schema: string, options: { now?: (
       if (stored.request_hash !== requestHash) throw new IdempotencyKeyReused();
       if (stored.state === 'running') throw new IdempotencyKeyInUse();
       ctx.status = stored.response_status ?? 200;
-      for (const [name, value] of Object.entries(stored.response_headers ?? {})) ctx.set(name, value);
+      // Stripe's convention: the replay keeps its own X-Request-Id and names the first request.
+      for (const [name, value] of Object.entries(stored.response_headers ?? {})) {
+        if (name === 'x-request-id') ctx.set('Original-Request-Id', value);
+        else ctx.set(name, value);
+      }
       ctx.set('Idempotent-Replayed', 'true');
       ctx.body = stored.response_body ?? '';
       return;

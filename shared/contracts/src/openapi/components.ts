@@ -19,6 +19,14 @@ export const headers: Record<string, HeaderObject> = {
     required: true,
     schema: { type: 'string', pattern: '^(W/)?"[^"]+"$' },
   },
+  IdempotentReplayed: {
+    description: 'Present (`true`) when this is the stored answer to an earlier request with the same Idempotency-Key, replayed byte for byte.',
+    schema: { type: 'string', enum: ['true'] },
+  },
+  OriginalRequestId: {
+    description: 'On a replayed answer: the request id of the request that produced it (its body names that request).',
+    schema: { type: 'string', pattern: '^req_[0-9a-z]{26}$' },
+  },
   RateLimit: {
     description: 'Remaining quota of the throttle classes that applied (IETF httpapi ratelimit-headers draft).',
     schema: { type: 'string' },

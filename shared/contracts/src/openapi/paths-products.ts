@@ -77,7 +77,12 @@ export const productPaths: Record<string, PathItem> = {
         parameters: [ref('parameters', 'IdempotencyKey')],
         requestBody: jsonBody('ProductCreate'),
       },
-      { '201': productResponse('The created product.') },
+      {
+        '201': {
+          ...productResponse('The created product (or, with a repeated Idempotency-Key, the first answer replayed).'),
+          headers: commonHeaders({ ETag: ref('headers', 'ETag'), 'Idempotent-Replayed': ref('headers', 'IdempotentReplayed'), 'Original-Request-Id': ref('headers', 'OriginalRequestId') }),
+        },
+      },
       ['MalformedRequest', 'CreateConflict', 'PayloadTooLarge', 'UnsupportedMediaType', 'CreateValidationFailed'],
     ),
     get: bearerOperation(
