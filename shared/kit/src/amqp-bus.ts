@@ -99,12 +99,27 @@ export class AmqpBus implements Bus {
     const connection = await amqp.connect(this.options.url, { clientProperties: { connection_name: `merx-${this.options.service}` } });
     connection.on('error', (error: Error) => this.options.logger.warn({ err: error }, 'broker connection error'));
     connection.on('close', () => this.onConnectionLost(connection));
-    const publisher = await connection.createConfirmChannel();
-    publisher.on('error', (error: Error) => this.options.logger.warn({ err: error }, 'publish channel error'));
-    await publisher.assertExchange(EVENTS_EXCHANGE, 'topic', { durable: true });
-    this.connection = connection;
-    this.publisher = publisher;
-    for (const consumer of this.consumers) await this.startConsumer(connection, consumer);
+    try {
+      const publisher = await connection.createConfirmChannel();
+      publisher.on('error', (error: Error) => this.options.logger.warn({ err: error }, 'publish channel error'));
+      await publisher.assertExchange(EVENTS_EXCHANGE, 'topic', { durable: true });
+      // close() ran while we were connecting and could not see this connection: hang up here.
+      if (this.closing) {
+        await connection.close().catch(() => undefined);
+        return;
+      }
+      this.connection = connection;
+      this.publisher = publisher;
+      for (const consumer of this.consumers) await this.startConsumer(connection, consumer);
+    } catch (error) {
+      // A half-set-up connection would otherwise stay open beside the one the next attempt makes.
+      if (this.connection === connection) {
+        this.connection = undefined;
+        this.publisher = undefined;
+      }
+      await connection.close().catch(() => undefined);
+      throw error;
+    }
     this.options.logger.info({ consumers: this.consumers.length }, 'connected to the message broker');
   }
 

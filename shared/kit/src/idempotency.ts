@@ -107,7 +107,10 @@ export function idempotencyMiddleware(db: Db, schema: string, options: { now?: (
       }
       writeProblem(ctx, error);
     }
-    if (ctx.status >= 500) {
+    // A bodiless 4xx means nothing answered (an unknown route, a router's 405): the problem
+    // middleware renders it after us, and storing it would turn it into an empty 200.
+    const unanswered = (ctx.body === undefined || ctx.body === null) && ctx.status >= 400;
+    if (ctx.status >= 500 || unanswered) {
       await release();
       return;
     }

@@ -1,0 +1,138 @@
+import assert from 'node:assert/strict';
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { currentContext, runWithContext } from './context.js';
+import { buildEvent, type MerxEvent } from './events.js';
+import type { DeliveryInfo } from './bus.js';
+import { MemoryBus } from './memory-bus.js';
+
+const merchantId = 'mch_01jd3k7q8m2x4v6b9c0d1e2f3g';
+const event = (topic: string, n = 0): MerxEvent => buildEvent(topic, merchantId, { object: { n } });
+
+async function waitFor(condition: () => boolean, what: string, timeoutMs = 5_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 2));
+  }
+}
+
+describe('MemoryBus', () => {
+  let bus: MemoryBus;
+  beforeEach(() => {
+    bus = new MemoryBus();
+  });
+  afterEach(async () => {
+    await bus.close();
+  });
+
+  it('delivers to every queue whose bindings match the topic', async () => {
+    const received: Record<string, string[]> = { all: [], products: [], created: [], orders: [] };
+    const record = (queue: string) => async (e: MerxEvent) => void received[queue]!.push(e.topic);
+    await bus.consume({ queue: 'all', bindings: ['#'] }, record('all'));
+    await bus.consume({ queue: 'products', bindings: ['products.*'] }, record('products'));
+    await bus.consume({ queue: 'created', bindings: ['*.created'] }, record('created'));
+    await bus.consume({ queue: 'orders', bindings: ['orders.created'] }, record('orders'));
+    await bus.publish([event('products.created'), event('products.updated'), event('config.updated')]);
+    await waitFor(() => received.all!.length === 3, 'three deliveries on the catch-all queue');
+    await waitFor(() => received.products!.length === 2 && received.created!.length === 1, 'the filtered queues');
+    assert.deepEqual(received.all!.sort(), ['config.updated', 'products.created', 'products.updated']);
+    assert.deepEqual(received.products!.sort(), ['products.created', 'products.updated']);
+    assert.deepEqual(received.created, ['products.created']);
+    assert.deepEqual(received.orders, []);
+  });
+
+  it('shares one queue among competing consumers, each message once', async () => {
+    const seen = { a: [] as number[], b: [] as number[] };
+    await bus.consume({ queue: 'work', bindings: ['jobs.*'] }, async (e) => void seen.a.push(e.data.object.n as number));
+    await bus.consume({ queue: 'work', bindings: ['jobs.*'] }, async (e) => void seen.b.push(e.data.object.n as number));
+    await bus.publish(Array.from({ length: 40 }, (_, n) => event('jobs.run', n)));
+    await waitFor(() => seen.a.length + seen.b.length === 40, 'forty deliveries');
+    assert.ok(seen.a.length > 0 && seen.b.length > 0, `both consumers work: ${seen.a.length}/${seen.b.length}`);
+    assert.deepEqual([...seen.a, ...seen.b].sort((x, y) => x - y), Array.from({ length: 40 }, (_, n) => n));
+  });
+
+  it('redelivers a failed message and moves it to the poison list after the delivery limit', async () => {
+    const attempts: DeliveryInfo[] = [];
+    await bus.consume({ queue: 'fragile', bindings: ['#'], deliveryLimit: 3 }, async (_e, info) => {
+      attempts.push(info);
+      throw new Error('handler always fails');
+    });
+    const doomed = event('products.created');
+    await bus.publish([doomed]);
+    await waitFor(() => bus.poisoned('fragile').length === 1, 'the poison list');
+    assert.deepEqual(attempts, [
+      { redelivered: false, deliveryCount: 1 },
+      { redelivered: true, deliveryCount: 2 },
+      { redelivered: true, deliveryCount: 3 },
+    ]);
+    assert.deepEqual(bus.poisoned('fragile'), [doomed]);
+    assert.deepEqual(bus.poisoned('unknown-queue'), []);
+  });
+
+  it('delivers again after a transient failure without poisoning', async () => {
+    let calls = 0;
+    const done: MerxEvent[] = [];
+    await bus.consume({ queue: 'flaky', bindings: ['#'], deliveryLimit: 3 }, async (e) => {
+      calls++;
+      if (calls === 1) throw new Error('first attempt fails');
+      done.push(e);
+    });
+    await bus.publish([event('products.created')]);
+    await waitFor(() => done.length === 1, 'the second delivery');
+    assert.equal(calls, 2);
+    assert.deepEqual(bus.poisoned('flaky'), []);
+  });
+
+  it('hands each consumer its own copy of what was published', async () => {
+    const copies: MerxEvent[] = [];
+    const handler = async (e: MerxEvent) => {
+      copies.push(e);
+      (e.data.object as Record<string, unknown>).tampered = true;
+    };
+    await bus.consume({ queue: 'one', bindings: ['#'] }, handler);
+    await bus.consume({ queue: 'two', bindings: ['#'] }, handler);
+    const original = event('products.created', 7);
+    await bus.publish([original]);
+    (original.data.object as Record<string, unknown>).n = 999;
+    await waitFor(() => copies.length === 2, 'both queues');
+    for (const copy of copies) {
+      assert.notEqual(copy, original);
+      assert.equal(copy.data.object.n, 7);
+    }
+    assert.notEqual(copies[0], copies[1]);
+    assert.equal(copies.filter((c) => c.data.object.tampered === true).length, 2, 'each handler mutated only its own copy');
+    assert.equal('tampered' in original.data.object, false);
+  });
+
+  it('runs handlers outside the publisher\'s async context, in the event\'s request context', async () => {
+    const publisherStore = new AsyncLocalStorage<string>();
+    const seen: Array<{ store: string | undefined; requestId: string | undefined }> = [];
+    await bus.consume({ queue: 'ctx', bindings: ['#'] }, async () => {
+      await new Promise((resolve) => setImmediate(resolve));
+      seen.push({ store: publisherStore.getStore(), requestId: currentContext()?.requestId });
+    });
+    const published = runWithContext({ requestId: 'req_01jd3k7q8m2x4v6b9c0d1e2f3g' }, () => event('products.created'));
+    await runWithContext({ requestId: 'req_01jd3k7q8m2x4v6b9c0d1e2f3h' }, () =>
+      publisherStore.run('inside the relay transaction', () => bus.publish([published])),
+    );
+    await waitFor(() => seen.length === 1, 'the delivery');
+    assert.deepEqual(seen, [{ store: undefined, requestId: 'req_01jd3k7q8m2x4v6b9c0d1e2f3g' }]);
+  });
+
+  it('stops delivering to a closed consumer and after close', async () => {
+    const received: string[] = [];
+    const consumer = await bus.consume({ queue: 'q', bindings: ['#'] }, async (e) => void received.push(e.id));
+    const first = event('a.b');
+    await bus.publish([first]);
+    await waitFor(() => received.length === 1, 'the first delivery');
+    await consumer.close();
+    await bus.publish([event('a.b')]);
+    const late: string[] = [];
+    await bus.consume({ queue: 'q', bindings: ['#'] }, async (e) => void late.push(e.id));
+    await waitFor(() => late.length === 1, 'the queued message reaching the new consumer');
+    assert.deepEqual(received, [first.id]);
+    assert.equal(bus.isConnected(), true);
+    await bus.close();
+    assert.equal(bus.isConnected(), false);
+  });
+});
