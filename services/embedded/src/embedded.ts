@@ -1,10 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import path from 'node:path';
 import { startCatalog, type RunningCatalog } from '@merx/catalog';
 import { startGateway, type RunningGateway } from '@merx/gateway';
-import { API_AUDIENCE, createJwksTokenVerifier, createPgliteDb, issuerOf, MemoryBus, openPglite, type Db, type Logger } from '@merx/kit';
+import { API_AUDIENCE, createJwksTokenVerifier, createPgliteDb, freePort, issuerOf, MemoryBus, openPglite, type Db, type Logger } from '@merx/kit';
 import { provisionMerchant, startOauth, type RunningOauth } from '@merx/oauth';
 
 export interface EmbeddedOptions {
@@ -43,18 +42,6 @@ interface EmbeddedSecrets {
 }
 
 const randomSecret = () => randomBytes(32).toString('base64url');
-
-/** The issuer must name the gateway's port before the gateway listens, so a free port is found first. */
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
-}
 
 async function readJson<T>(file: string): Promise<T | undefined> {
   try {

@@ -1,17 +1,4 @@
-import {
-  createServiceApp,
-  listen,
-  migrateSchema,
-  mountRouter,
-  Outbox,
-  purgeExpiredIdempotencyKeys,
-  scheduleMaintenance,
-  OutboxRelay,
-  type Bus,
-  type Db,
-  type Logger,
-  type RunningServer,
-} from '@merx/kit';
+import { mountRouter, startService, type Bus, type Db, type Logger, type RunningService } from '@merx/kit';
 import { createProvider, deleteExpiredOidcPayloads, generateSigningJwk, mountProvider } from './provider/index.js';
 import { adminRoutes } from './routes/admin.js';
 import { findApiKeyClientByClientId, touchApiKeyLastUsed } from './store/accounts-store.js';
@@ -32,57 +19,40 @@ export interface OauthDeps {
   host?: string;
 }
 
-export interface RunningOauth extends RunningServer {
-  outbox: Outbox;
-  stop(): Promise<void>;
-}
+export type RunningOauth = RunningService;
 
 export async function startOauth(deps: OauthDeps): Promise<RunningOauth> {
-  await migrateSchema(deps.db, OAUTH_SCHEMA, oauthMigrations);
-  const outbox = new Outbox(deps.db, OAUTH_SCHEMA);
-  const relay = new OutboxRelay({ db: deps.db, bus: deps.bus, outbox, logger: deps.logger, service: 'oauth' });
-  const signingKeys = await loadOrCreateSigningKeys(deps.db, generateSigningJwk);
-  const provider = createProvider({
-    issuer: deps.issuer,
-    audience: deps.audience,
-    accessTokenTtlSeconds: deps.accessTokenTtlSeconds,
-    cookieKeys: [deps.cookieSecret],
-    jwks: { keys: signingKeys },
-    db: deps.db,
+  const { db, logger } = deps;
+  let provider: ReturnType<typeof createProvider> | undefined;
+  return startService({
+    name: 'oauth',
     schema: OAUTH_SCHEMA,
-    findApiKeyClient: (clientId) => findApiKeyClientByClientId(deps.db, clientId),
-    onTokenIssued: ({ clientId }) => {
-      touchApiKeyLastUsed(deps.db, clientId, new Date()).catch((error: unknown) => deps.logger.warn({ err: error }, 'could not record key use'));
+    migrations: oauthMigrations,
+    db,
+    bus: deps.bus,
+    logger,
+    port: deps.port,
+    ...(deps.host ? { host: deps.host } : {}),
+    // Signing keys live in the schema, so the provider is made once it is migrated.
+    prepare: async () => {
+      provider = createProvider({
+        issuer: deps.issuer,
+        audience: deps.audience,
+        accessTokenTtlSeconds: deps.accessTokenTtlSeconds,
+        cookieKeys: [deps.cookieSecret],
+        jwks: { keys: await loadOrCreateSigningKeys(db, generateSigningJwk) },
+        db,
+        schema: OAUTH_SCHEMA,
+        findApiKeyClient: (clientId) => findApiKeyClientByClientId(db, clientId),
+        onTokenIssued: ({ clientId }) => {
+          touchApiKeyLastUsed(db, clientId, new Date()).catch((error: unknown) => logger.warn({ err: error }, 'could not record key use'));
+        },
+      });
+      provider.on('server_error', (_ctx: unknown, error: Error) => logger.error({ err: error }, 'oidc-provider server error'));
     },
+    // The provider reads its own form bodies, so it goes before JSON parsing.
+    beforeJsonBody: (koa) => mountProvider(koa, provider!),
+    routes: (koa, outbox) => mountRouter(koa, adminRoutes(outbox, deps.operatorToken)),
+    maintenance: [{ name: 'expired oidc payloads', run: () => deleteExpiredOidcPayloads(db, { schema: OAUTH_SCHEMA }) }],
   });
-  provider.on('server_error', (_ctx: unknown, error: Error) => deps.logger.error({ err: error }, 'oidc-provider server error'));
-
-  const app = createServiceApp({
-    service: 'oauth',
-    logger: deps.logger,
-    readiness: [
-      { name: 'database', check: () => deps.db.ping() },
-      { name: 'bus', check: () => { if (!deps.bus.isConnected()) throw new Error('broker not connected'); } },
-    ],
-    beforeJsonBody: (koa) => mountProvider(koa, provider),
-    routes: (koa) => mountRouter(koa, adminRoutes(outbox, deps.operatorToken)),
-  });
-  const server = await listen(app, deps.port, deps.host);
-  relay.start();
-  const maintenance = scheduleMaintenance(
-    [
-      { name: 'expired idempotency keys', run: () => purgeExpiredIdempotencyKeys(deps.db, OAUTH_SCHEMA) },
-      { name: 'expired oidc payloads', run: () => deleteExpiredOidcPayloads(deps.db, { schema: OAUTH_SCHEMA }) },
-    ],
-    deps.logger,
-  );
-  return {
-    ...server,
-    outbox,
-    async stop() {
-      maintenance.stop();
-      await server.close();
-      await relay.stop();
-    },
-  };
 }

@@ -22,3 +22,4 @@ export * from './tenancy.js';
 export * from './runtime.js';
 export * from './money.js';
 export * from './maintenance.js';
+export * from './service.js';

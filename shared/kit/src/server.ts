@@ -34,3 +34,16 @@ export async function listen(app: Koa, port: number, host = '127.0.0.1'): Promis
       }),
   };
 }
+
+/** A port free right now, for a process that must know its address before it listens (issuer URLs). */
+export async function freePort(): Promise<number> {
+  const { createServer: createNetServer } = await import('node:net');
+  return new Promise((resolve, reject) => {
+    const probe = createNetServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as AddressInfo;
+      probe.close(() => resolve(port));
+    });
+  });
+}

@@ -1,0 +1,80 @@
+import type Koa from 'koa';
+import type { Bus } from './bus.js';
+import type { Db } from './db.js';
+import { createServiceApp, type ReadinessCheck } from './http.js';
+import { purgeExpiredIdempotencyKeys } from './idempotency.js';
+import type { Logger } from './logger.js';
+import { scheduleMaintenance, type MaintenanceTask } from './maintenance.js';
+import { migrateSchema, type Migration } from './migrations.js';
+import { Outbox, OutboxRelay } from './outbox.js';
+import { listen, type RunningServer } from './server.js';
+
+export interface ServiceDefinition {
+  /** Also the name of the service's own database schema. */
+  name: string;
+  schema: string;
+  migrations: Migration[];
+  db: Db;
+  bus: Bus;
+  logger: Logger;
+  port: number;
+  host?: string;
+  /** Runs once the schema is migrated and before the app is built (load keys, warm caches). */
+  prepare?(): Promise<void>;
+  /** Mounts the service's routers, given the outbox its use cases write events through. */
+  routes(app: Koa, outbox: Outbox): void;
+  beforeJsonBody?(app: Koa, outbox: Outbox): void;
+  maintenance?: MaintenanceTask[];
+  readiness?: ReadinessCheck[];
+}
+
+export interface RunningService extends RunningServer {
+  outbox: Outbox;
+  relay: OutboxRelay;
+  stop(): Promise<void>;
+}
+
+/**
+ * What every backend service does the same way: migrate its schema, open the outbox and its
+ * relay, serve HTTP with the shared middleware and readiness checks, keep house, stop in order
+ * (stop taking requests, then drain the relay).
+ */
+export async function startService(definition: ServiceDefinition): Promise<RunningService> {
+  const { db, bus, logger, schema } = definition;
+  await migrateSchema(db, schema, definition.migrations);
+  await definition.prepare?.();
+  const outbox = new Outbox(db, schema);
+  const relay = new OutboxRelay({ db, bus, outbox, logger, service: definition.name });
+  const app = createServiceApp({
+    service: definition.name,
+    logger,
+    readiness: [
+      { name: 'database', check: () => db.ping() },
+      {
+        name: 'bus',
+        check: () => {
+          if (!bus.isConnected()) throw new Error('broker not connected');
+        },
+      },
+      ...(definition.readiness ?? []),
+    ],
+    ...(definition.beforeJsonBody ? { beforeJsonBody: (koa: Koa) => definition.beforeJsonBody!(koa, outbox) } : {}),
+    routes: (koa) => definition.routes(koa, outbox),
+  });
+  const server = await listen(app, definition.port, definition.host);
+  relay.start();
+  const maintenance = scheduleMaintenance(
+    [{ name: 'expired idempotency keys', run: () => purgeExpiredIdempotencyKeys(db, schema) }, ...(definition.maintenance ?? [])],
+    logger,
+  );
+  return {
+    ...server,
+    outbox,
+    relay,
+    async stop() {
+      maintenance.stop();
+      await server.close();
+      await relay.stop();
+    },
+  };
+}
