@@ -33,6 +33,24 @@ describe('gateway edge behaviour', () => {
     assert.match(response.headers.get('allow') ?? '', /POST/);
   });
 
+  it('survives clients that hang up mid-request', async function () {
+    this.timeout(30_000);
+    const merchant = await createMerchant(stack);
+    const created = await call(stack, 'POST', '/api/v1/products', { token: merchant.token, body: { sku: 'HANGUP-1', title: 'Hang up', price: '1.00', currency: 'USD' } });
+    // Abort at staggered moments so some requests die before the upstream answers, some while it does.
+    const attempts = Array.from({ length: 60 }, async (_, i) => {
+      const controller = new AbortController();
+      const request = fetch(`${stack.baseUrl}/api/v1/products/${created.body.id}`, { headers: { authorization: `Bearer ${merchant.token}` }, signal: controller.signal });
+      for (let tick = 0; tick < i % 6; tick++) await new Promise((resolve) => setImmediate(resolve));
+      controller.abort();
+      await request.then((response) => response.arrayBuffer()).catch(() => undefined);
+    });
+    await Promise.all(attempts);
+    const after = await call(stack, 'GET', `/api/v1/products/${created.body.id}`, { token: merchant.token });
+    assert.equal(after.status, 200);
+    assert.equal((await fetch(`${stack.baseUrl}/healthz`)).status, 200);
+  });
+
   it('reports health, readiness and metrics', async () => {
     assert.deepEqual(await fetch(`${stack.baseUrl}/healthz`).then((r) => r.json()), { status: 'ok' });
     const ready = await call(stack, 'GET', '/readyz');

@@ -5,6 +5,7 @@ import { MAX_BODY_BYTES, PayloadTooLarge, Unavailable } from '@merx/kit';
 /** RFC 9110 §7.6.1: meaningful only for one hop, never forwarded. */
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'host']);
 const NOT_COPIED_BACK = new Set([...HOP_BY_HOP, 'x-request-id', 'content-length']);
+const MAX_BUFFERED_BYTES = 1024 * 1024;
 
 export interface Upstream {
   name: string;
@@ -60,12 +61,24 @@ export async function proxyTo(upstream: Upstream, ctx: Context, requestId: strin
     if (value === undefined || NOT_COPIED_BACK.has(name)) continue;
     ctx.set(name, value as string | string[]);
   }
-  const length = response.headers['content-length'];
   if (ctx.status === 204 || ctx.status === 304 || ctx.method === 'HEAD') {
     await response.body.dump();
     ctx.body = null;
     return;
   }
+  const length = Number(response.headers['content-length'] ?? NaN);
+  if (length <= MAX_BUFFERED_BYTES) {
+    // API answers are small: reading them whole is cheaper than streaming through Koa, and a
+    // client that hangs up meanwhile cannot leave an errored stream behind.
+    try {
+      ctx.body = Buffer.from(await response.body.arrayBuffer());
+    } catch (error) {
+      throw new Unavailable(`The ${upstream.name} service stopped answering mid-response; retry later.`, error);
+    }
+    return;
+  }
+  // Large or unsized bodies stream. An upstream or client failure mid-stream must end this
+  // response, never the process: an 'error' event without a listener would crash it.
+  response.body.on('error', () => undefined);
   ctx.body = response.body;
-  if (typeof length === 'string') ctx.length = Number(length);
 }
