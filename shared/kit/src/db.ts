@@ -1,4 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { createHash } from 'node:crypto';
 import pg from 'pg';
 import type { PGlite, Transaction } from '@electric-sql/pglite';
 
@@ -27,6 +28,22 @@ export interface Db extends Queryable {
 // we use are small enough for numbers, and timestamps we want as Date.
 pg.types.setTypeParser(20, (value) => Number(value));
 
+/**
+ * Parameterised statements are sent as named prepared statements, so each pooled connection
+ * parses and plans a given SQL text once rather than on every request. The name is derived from
+ * the text, so two texts never share a name.
+ */
+const statementNames = new Map<string, string>();
+function preparedQuery(sql: string, params?: unknown[]): pg.QueryConfig {
+  if (!params || params.length === 0) return { text: sql };
+  let name = statementNames.get(sql);
+  if (!name) {
+    name = `merx_${createHash('sha1').update(sql).digest('hex').slice(0, 24)}`;
+    if (statementNames.size < 5_000) statementNames.set(sql, name);
+  }
+  return { text: sql, values: params, name };
+}
+
 export function createPostgresDb(connectionString: string, options: { maxConnections?: number; applicationName?: string } = {}): Db {
   const pool = new pg.Pool({
     connectionString,
@@ -39,7 +56,7 @@ export function createPostgresDb(connectionString: string, options: { maxConnect
   return {
     kind: 'postgres',
     async query<Row>(sql: string, params?: unknown[]) {
-      const result = await pool.query(sql, params as unknown[]);
+      const result = await pool.query(preparedQuery(sql, params));
       return { rows: result.rows as Row[], rowCount: result.rowCount ?? 0 };
     },
     async exec(sql: string) {
@@ -51,7 +68,7 @@ export function createPostgresDb(connectionString: string, options: { maxConnect
         await client.query('BEGIN');
         const tx: Queryable = {
           async query<Row>(sql: string, params?: unknown[]) {
-            const result = await client.query(sql, params as unknown[]);
+            const result = await client.query(preparedQuery(sql, params));
             return { rows: result.rows as Row[], rowCount: result.rowCount ?? 0 };
           },
           async exec(sql: string) {

@@ -1,5 +1,5 @@
 import type { Bus } from './bus.js';
-import type { Db, Queryable } from './db.js';
+import type { Db, Queryable, QueryResult } from './db.js';
 import type { MerxEvent } from './events.js';
 import type { Logger } from './logger.js';
 import { outboxBacklog } from './metrics.js';
@@ -49,12 +49,47 @@ export class Outbox {
   async record(tx: Queryable, events: MerxEvent[]): Promise<void> {
     if (events.length === 0) return;
     const values: unknown[] = [];
-    const rows = events.map((event, index) => {
-      values.push(event.id, event.topic, event.merchant_id, JSON.stringify(event));
-      const base = index * 4;
-      return `($${base + 1}, $${base + 2}, $${base + 3}, $${base + 4})`;
-    });
-    await tx.query(`INSERT INTO ${this.schema}.outbox (event_id, topic, merchant_id, payload) VALUES ${rows.join(', ')}`, values);
+    await tx.query(`INSERT INTO ${this.schema}.outbox (event_id, topic, merchant_id, payload) VALUES ${this.eventRows(events, values)}`, values);
+  }
+
+  /**
+   * For a change that is one statement (a create): a Queryable that runs that one statement and
+   * records `events` in the same statement, as a data-modifying CTE. Both commit or neither,
+   * without a transaction block: one round trip instead of four. The statement must end in
+   * RETURNING; its rows are what the caller gets back.
+   */
+  withEvents(db: Queryable, events: MerxEvent[]): Queryable {
+    let used = false;
+    const notify = () => {
+      for (const listener of this.listeners) listener();
+    };
+    return {
+      query: async <Row>(sql: string, params: unknown[] = []): Promise<QueryResult<Row>> => {
+        if (used) throw new Error('outbox.withEvents runs exactly one statement');
+        used = true;
+        const values = [...params];
+        const rows = this.eventRows(events, values);
+        const result = await db.query<Row>(
+          `WITH written AS (${sql}), recorded AS (INSERT INTO ${this.schema}.outbox (event_id, topic, merchant_id, payload) VALUES ${rows}) SELECT * FROM written`,
+          values,
+        );
+        notify();
+        return result;
+      },
+      exec: async () => {
+        throw new Error('outbox.withEvents runs one parameterised statement');
+      },
+    };
+  }
+
+  private eventRows(events: MerxEvent[], values: unknown[]): string {
+    return events
+      .map((event) => {
+        values.push(event.id, event.topic, event.merchant_id, JSON.stringify(event));
+        const base = values.length - 4;
+        return `($${base + 1}, $${base + 2}, $${base + 3}, $${base + 4})`;
+      })
+      .join(', ');
   }
 
   onCommit(listener: () => void): () => void {
@@ -114,14 +149,18 @@ export class OutboxRelay {
     const { db, bus, outbox } = this.options;
     const batchSize = this.options.batchSize ?? 500;
     return db.transaction(async (tx) => {
-      const { rows } = await tx.query<{ position: string; payload: string }>(
-        `SELECT position, payload FROM ${outbox.schema}.outbox ORDER BY position LIMIT $1 FOR UPDATE SKIP LOCKED`,
+      // Claim and delete in one statement; if publishing fails the transaction rolls back and
+      // the rows are still there for the next attempt.
+      const { rows } = await tx.query<{ position: number; payload: string }>(
+        `DELETE FROM ${outbox.schema}.outbox WHERE position IN (
+           SELECT position FROM ${outbox.schema}.outbox ORDER BY position LIMIT $1 FOR UPDATE SKIP LOCKED
+         ) RETURNING position, payload`,
         [batchSize],
       );
       outboxBacklog.set({ service: this.options.service }, rows.length);
       if (rows.length === 0) return 0;
+      rows.sort((a, b) => Number(a.position) - Number(b.position));
       await bus.publish(rows.map((row) => JSON.parse(row.payload) as MerxEvent));
-      await tx.query(`DELETE FROM ${outbox.schema}.outbox WHERE position = ANY($1::bigint[])`, [rows.map((row) => row.position)]);
       return rows.length;
     });
   }

@@ -48,11 +48,12 @@ export function productUseCases({ db, outbox, now = () => new Date() }: ProductU
   return {
     async createProduct(merchantId: MerchantId, body: unknown): Promise<Product> {
       const input = validateNewProduct(body);
-      return outbox.transaction(async (tx, emit) => {
-        const product = await insertProductForMerchant(tx, merchantId, newId('prod'), input, now());
-        emit(buildEvent('products.created', merchantId, { object: presentProduct(product) }));
-        return product;
-      });
+      // Everything a new product holds is decided here, so its event is known before the insert
+      // and both are written by one statement.
+      const product: Product = { id: newId('prod'), merchantId, ...input, version: 1, createdAt: now(), updatedAt: now() };
+      product.updatedAt = product.createdAt;
+      const event = buildEvent('products.created', merchantId, { object: presentProduct(product) });
+      return insertProductForMerchant(outbox.withEvents(db, [event]), merchantId, product.id, input, product.createdAt);
     },
 
     async getProduct(merchantId: MerchantId, id: string): Promise<Product> {
