@@ -1,0 +1,234 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { createWriteStream, existsSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { AMQP_URL, createTestDatabase, freePort, repoRoot, tail } from '../src/harness/distributed.js';
+
+const benchDir = path.dirname(fileURLToPath(import.meta.url));
+
+/**
+ * `--cpu-prof` for the Merx processes when BENCH_CPU_PROF names a folder (Node refuses it in
+ * NODE_OPTIONS, hence our own spawning); the profile is written when the process exits.
+ */
+function profilingArgs(name: string): string[] {
+  const dir = process.env.BENCH_CPU_PROF;
+  return dir && name !== 'hello' && name !== 'oauth' ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(dir, name)}`] : [];
+}
+
+export interface BenchProcess {
+  name: string;
+  pid: number;
+  url: string;
+  stop(): Promise<void>;
+}
+
+/** What a started mode offers the scenarios: its origins, a way in (operator token or API key), and the pids to watch. */
+export interface RunningMode {
+  gatewayUrl: string;
+  /** The origin that hands out tokens and merchants; `localhost` as the issuer names it. */
+  publicUrl: string;
+  operatorToken: string;
+  /** The sandbox merchant's key (embedded mode, from dev.json). */
+  apiKey?: string;
+  /** Pids whose CPU time the report attributes by name. */
+  processes: Record<string, number>;
+  /** Each process's log file, by the same names. */
+  logs: Record<string, string>;
+  stop(): Promise<void>;
+}
+
+function stopChild(child: ChildProcess, exited: Promise<unknown>): Promise<void> {
+  if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+  return exited.then(() => clearTimeout(timer));
+}
+
+interface Spawned {
+  child: ChildProcess;
+  exited: Promise<number | null>;
+  logFile: string;
+  /** Stops the process and removes its log: failures quote the log before anything is stopped. */
+  stop(): Promise<void>;
+}
+
+function spawnNode(name: string, script: string, env: Record<string, string>): Spawned {
+  const logFile = path.join(tmpdir(), `merx-bench-${name}-${process.pid}.log`);
+  const log = createWriteStream(logFile);
+  const child = spawn(process.execPath, [...profilingArgs(name), script], {
+    cwd: repoRoot,
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout!.pipe(log);
+  child.stderr!.pipe(log);
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return {
+    child,
+    exited,
+    logFile,
+    async stop() {
+      await stopChild(child, exited);
+      rmSync(logFile, { force: true });
+    },
+  };
+}
+
+async function until<T>(what: string, logFile: string, exited: Promise<unknown>, probe: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
+  let gone = false;
+  void exited.then(() => (gone = true));
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (gone) throw new Error(`${what} exited during start-up:\n${tail(logFile)}`);
+    const found = await probe().catch(() => undefined);
+    if (found !== undefined) return found;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`${what} was not ready within ${timeoutMs} ms:\n${tail(logFile)}`);
+}
+
+export async function startHelloServer(): Promise<BenchProcess> {
+  const { child, exited, logFile, stop } = spawnNode('hello', path.join(benchDir, 'hello-server.js'), {});
+  try {
+    const port = await until('hello server', logFile, exited, async () => {
+      const first = readFileSync(logFile, 'utf8').split('\n')[0]!;
+      return /^\d+$/.test(first) ? Number(first) : undefined;
+    });
+    return { name: 'hello', pid: child.pid!, url: `http://127.0.0.1:${port}`, stop };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}
+
+/** `npm start` as a newcomer runs it: one process, PGlite in a fresh data folder, the in-process bus. */
+export async function startEmbeddedMode(): Promise<RunningMode> {
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'merx-bench-data-'));
+  const port = await freePort();
+  const { child, exited, logFile, stop: stopProcess } = spawnNode('embedded', path.join(repoRoot, 'services/embedded/dist/src/main.js'), {
+    MERX_DATA_DIR: dataDir,
+    PORT: String(port),
+    LOG_LEVEL: 'warn',
+  });
+  const stop = async () => {
+    await stopProcess();
+    rmSync(dataDir, { recursive: true, force: true });
+  };
+  try {
+    const gatewayUrl = `http://127.0.0.1:${port}`;
+    const devFile = path.join(dataDir, 'dev.json');
+    const credentials = await until('embedded merx', logFile, exited, async () => {
+      if (!existsSync(devFile)) return undefined;
+      const response = await fetch(`${gatewayUrl}/readyz`);
+      await response.arrayBuffer();
+      return response.status === 200 ? (JSON.parse(readFileSync(devFile, 'utf8')) as { base_url: string; operator_token: string; api_key: string }) : undefined;
+    });
+    return { gatewayUrl, publicUrl: credentials.base_url, operatorToken: credentials.operator_token, apiKey: credentials.api_key, processes: { merx: child.pid! }, logs: { merx: logFile }, stop };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}
+
+interface ServiceProcess {
+  name: string;
+  pid: number;
+  logFile: string;
+  stop(): Promise<void>;
+}
+
+/** `services/<name>/dist/src/main.js` as its own process, as the harness starts it, ready once /readyz answers 200. */
+async function startService(name: string, env: Record<string, string>, port: number): Promise<ServiceProcess> {
+  const { child, exited, logFile, stop } = spawnNode(name, path.join(repoRoot, 'services', name, 'dist/src/main.js'), { ...env, PORT: String(port), HOST: '127.0.0.1' });
+  const service = { name, pid: child.pid!, logFile, stop };
+  try {
+    await until(name, logFile, exited, async () => {
+      const response = await fetch(`http://127.0.0.1:${port}/readyz`);
+      await response.arrayBuffer();
+      return response.status === 200 ? true : undefined;
+    });
+  } catch (error) {
+    await service.stop();
+    throw error;
+  }
+  return service;
+}
+
+/** Every service its own process on PostgreSQL and RabbitMQ, as the harness starts them, with production pool sizes. */
+export async function startDistributedMode(): Promise<RunningMode & { catalogUrl: string }> {
+  const database = await createTestDatabase('merx_bench');
+  const [gatewayPort, oauthPort, catalogPort] = [await freePort(), await freePort(), await freePort()];
+  const publicUrl = `http://localhost:${gatewayPort}`;
+  const operatorToken = randomBytes(32).toString('base64url');
+  const jwksUrl = `http://127.0.0.1:${oauthPort}/oauth/jwks`;
+  const databaseUrl = new URL(database.url);
+  // BENCH_PG_HOST=/var/run/postgresql reaches PostgreSQL over its Unix socket instead of loopback TCP
+  if (process.env.BENCH_PG_HOST) databaseUrl.searchParams.set('host', process.env.BENCH_PG_HOST);
+  const common: Record<string, string> = { DATABASE_URL: databaseUrl.toString(), AMQP_URL, MERX_PUBLIC_URL: publicUrl, MERX_JWKS_URL: jwksUrl, LOG_LEVEL: 'warn' };
+  // the services' own default pool size unless the run asks for another, to see whether the pool is the limit
+  if (process.env.BENCH_DB_POOL_SIZE) common.MERX_DB_POOL_SIZE = process.env.BENCH_DB_POOL_SIZE;
+  const plan: Array<[string, number, Record<string, string>]> = [
+    ['oauth', oauthPort, { ...common, MERX_OPERATOR_TOKEN: operatorToken, MERX_COOKIE_SECRET: randomBytes(32).toString('base64url') }],
+    ['catalog', catalogPort, common],
+    [
+      'gateway',
+      gatewayPort,
+      {
+        MERX_PUBLIC_URL: publicUrl,
+        MERX_JWKS_URL: jwksUrl,
+        MERX_OAUTH_URL: `http://127.0.0.1:${oauthPort}`,
+        MERX_CATALOG_URL: `http://127.0.0.1:${catalogPort}`,
+        LOG_LEVEL: 'warn',
+      },
+    ],
+  ];
+  const started: ServiceProcess[] = [];
+  const stop = async () => {
+    await Promise.all(started.map((service) => service.stop()));
+    await database.drop();
+  };
+  try {
+    for (const [name, port, env] of plan) started.push(await startService(name, env, port));
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  return {
+    gatewayUrl: `http://127.0.0.1:${gatewayPort}`,
+    publicUrl,
+    operatorToken,
+    catalogUrl: `http://127.0.0.1:${catalogPort}`,
+    processes: Object.fromEntries(started.map((service) => [service.name, service.pid])),
+    logs: Object.fromEntries(started.map((service) => [service.name, service.logFile])),
+    stop,
+  };
+}
+
+/**
+ * The TCP ports a process listens on, from /proc (Linux): its socket inodes matched against the
+ * kernel's listening sockets. The embedded catalog sits on an ephemeral port nobody prints.
+ */
+export function listeningPorts(pid: number): number[] {
+  const inodes = new Set<string>();
+  for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+    try {
+      const target = readlinkSync(`/proc/${pid}/fd/${fd}`);
+      const match = /^socket:\[(\d+)\]$/.exec(target);
+      if (match) inodes.add(match[1]!);
+    } catch {
+      /* closed meanwhile */
+    }
+  }
+  const ports = new Set<number>();
+  for (const table of ['tcp', 'tcp6']) {
+    const file = `/proc/${pid}/net/${table}`;
+    if (!existsSync(file)) continue;
+    for (const line of readFileSync(file, 'utf8').split('\n').slice(1)) {
+      const fields = line.trim().split(/\s+/);
+      const [local, state, inode] = [fields[1], fields[3], fields[9]];
+      if (state === '0A' && local && inode && inodes.has(inode)) ports.add(parseInt(local.split(':')[1]!, 16));
+    }
+  }
+  return [...ports].sort((a, b) => a - b);
+}

@@ -1,0 +1,182 @@
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { availableParallelism, loadavg } from 'node:os';
+import path from 'node:path';
+import { call, createMerchant, issueToken } from '../src/harness/client.js';
+import { repoRoot, tail } from '../src/harness/distributed.js';
+import type { Stack } from '../src/harness/stack.js';
+import { createProductRequest, getRequest, measure, type LoadSettings, type Measurement, type Scenario } from './load.js';
+import { listeningPorts, startDistributedMode, startEmbeddedMode, startHelloServer, type RunningMode } from './processes.js';
+import { summariseProfiles } from './profile.js';
+import { renderReport, SCENARIOS, type Skipped } from './report.js';
+
+/**
+ * `npm run bench`: the bare Node ceiling, then the embedded and the distributed mode, each server
+ * in its own process and autocannon in this one. Knobs: BENCH_DURATION, BENCH_WARMUP (seconds),
+ * BENCH_CONNECTIONS, BENCH_MODES (embedded,distributed), BENCH_SCENARIOS (hello,post,get,direct),
+ * BENCH_CPU_PROF (folder for --cpu-prof; profile one scenario at a time to tell them apart),
+ * BENCH_DB_POOL_SIZE (the distributed services' PostgreSQL pool; their default otherwise),
+ * BENCH_PG_HOST (a socket folder such as /var/run/postgresql: PostgreSQL over a Unix socket).
+ */
+function positiveEnv(name: string, fallback: number): number {
+  const value = Number(process.env[name] ?? fallback);
+  if (!Number.isFinite(value) || value < 0) throw new Error(`${name} must be a non-negative number`);
+  return value;
+}
+
+const settings: LoadSettings = {
+  connections: positiveEnv('BENCH_CONNECTIONS', 50),
+  durationSeconds: positiveEnv('BENCH_DURATION', 10),
+  warmupSeconds: positiveEnv('BENCH_WARMUP', 3),
+};
+const list = (name: string, fallback: string) => (process.env[name] ?? fallback).split(',').map((item) => item.trim());
+const modes = list('BENCH_MODES', 'embedded,distributed').map((mode) => {
+  if (mode !== 'embedded' && mode !== 'distributed') throw new Error(`BENCH_MODES lists ${mode}; embedded and distributed exist`);
+  return mode;
+});
+const scenarios = new Set(list('BENCH_SCENARIOS', 'hello,post,get,direct'));
+const profileDir = process.env.BENCH_CPU_PROF ? path.resolve(process.env.BENCH_CPU_PROF) : undefined;
+
+const cleanups: Array<() => Promise<void>> = [];
+async function cleanUp(): Promise<void> {
+  while (cleanups.length) await cleanups.pop()!().catch((error: unknown) => process.stderr.write(`cleanup failed: ${String(error)}\n`));
+}
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    process.stderr.write(`\n${signal}: stopping the servers\n`);
+    void cleanUp().finally(() => process.exit(130));
+  });
+}
+
+/** Starts a mode and registers its stop, so a failure anywhere later still stops it. */
+async function started<T extends RunningMode>(start: Promise<T>): Promise<T> {
+  const mode = await start;
+  let stopped = false;
+  const stop = async () => {
+    if (stopped) return;
+    stopped = true;
+    await mode.stop();
+  };
+  cleanups.push(stop);
+  return { ...mode, stop };
+}
+
+const progress = (text: string) => process.stderr.write(`${text}\n`);
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** A server that died under load makes every later figure meaningless: stop there, with its log. */
+async function measured(scenario: Scenario, results: Measurement[], logs: Record<string, string> = {}): Promise<void> {
+  progress(`  ${scenario.mode}: ${scenario.name}`);
+  const result = await measure(scenario, settings);
+  for (const [name, pid] of Object.entries(scenario.processes)) {
+    if (!isAlive(pid)) throw new Error(`${name} (pid ${pid}) died during "${scenario.name}":\n${logs[name] ? tail(logs[name]) : '(no log)'}`);
+  }
+  progress(`    ${Math.round(result.requestsPerSecond)} req/s, p50 ${result.p50} ms, p99 ${result.p99} ms`);
+  results.push(result);
+}
+
+/** The client helpers need only the public origin and the operator credential. */
+const stackOf = (mode: RunningMode) => ({ baseUrl: mode.publicUrl, operatorToken: mode.operatorToken }) as Stack;
+
+async function createProduct(mode: RunningMode, token: string): Promise<string> {
+  const response = await call(stackOf(mode), 'POST', '/api/v1/products', { token, body: { sku: `bench-get-${Date.now()}`, title: 'Read me', price: '19.99', currency: 'USD' } });
+  if (response.status !== 201) throw new Error(`could not create the product to read: ${response.status} ${response.text}`);
+  return response.body.id as string;
+}
+
+/** The embedded catalog listens on an ephemeral port: the one of the process's ports that serves the product. */
+async function findEmbeddedCatalog(mode: RunningMode, productPath: string, token: string): Promise<string | undefined> {
+  const gatewayPort = Number(new URL(mode.gatewayUrl).port);
+  let ports: number[];
+  try {
+    ports = listeningPorts(mode.processes.merx!);
+  } catch {
+    return undefined;
+  }
+  for (const port of ports.filter((candidate) => candidate !== gatewayPort)) {
+    const url = `http://127.0.0.1:${port}`;
+    const response = await fetch(`${url}${productPath}`, { headers: { authorization: `Bearer ${token}` } }).catch(() => undefined);
+    const text = (await response?.text()) ?? '';
+    if (response?.status === 200 && text.includes(productPath.split('/').pop()!)) return url;
+  }
+  return undefined;
+}
+
+async function benchMode(name: 'embedded' | 'distributed', results: Measurement[], skipped: Skipped[]): Promise<void> {
+  progress(`${name} mode: starting`);
+  const mode = await started<RunningMode & { catalogUrl?: string }>(name === 'embedded' ? startEmbeddedMode() : startDistributedMode());
+  try {
+    // embedded: the sandbox key `npm start` wrote to dev.json; distributed: a merchant made through the operator API
+    const token = mode.apiKey ? await issueToken(stackOf(mode), mode.apiKey) : (await createMerchant(stackOf(mode))).token;
+    const productPath = `/api/v1/products/${await createProduct(mode, token)}`;
+    const catalogUrl = name === 'embedded' ? await findEmbeddedCatalog(mode, productPath, token) : mode.catalogUrl;
+    const base = { mode: name, processes: mode.processes };
+    if (scenarios.has('post')) await measured({ ...base, name: SCENARIOS.post, url: mode.gatewayUrl, expectStatus: 201, request: createProductRequest('/api/v1/products', token) }, results, mode.logs);
+    if (scenarios.has('get')) await measured({ ...base, name: SCENARIOS.getGateway, url: mode.gatewayUrl, expectStatus: 200, request: getRequest(productPath, token) }, results, mode.logs);
+    if (scenarios.has('direct') && catalogUrl) {
+      await measured({ ...base, name: SCENARIOS.getDirect, url: catalogUrl, expectStatus: 200, request: getRequest(productPath, token) }, results, mode.logs);
+    } else if (scenarios.has('direct')) {
+      skipped.push({ mode: name, name: SCENARIOS.getDirect, reason: 'the catalog port could not be found (needs /proc)' });
+    }
+  } finally {
+    progress(`${name} mode: stopping`);
+    await mode.stop();
+  }
+}
+
+function nproc(): number {
+  try {
+    return Number(execFileSync('nproc', { encoding: 'utf8' }).trim());
+  } catch {
+    return availableParallelism();
+  }
+}
+
+async function main(): Promise<void> {
+  const startedAt = new Date();
+  const loadAverageAtStart = loadavg();
+  const results: Measurement[] = [];
+  const skipped: Skipped[] = [];
+  const notes: string[] = [];
+  if (profileDir) {
+    rmSync(profileDir, { recursive: true, force: true });
+    notes.push(`Services ran under \`--cpu-prof\` (BENCH_CPU_PROF=${path.relative(repoRoot, profileDir)}); profiling slows them, so these figures are not the headline ones.`);
+  }
+
+  if (scenarios.has('hello')) {
+    progress('ceiling: bare node:http hello server');
+    const hello = await startHelloServer();
+    cleanups.push(hello.stop);
+    await measured({ mode: 'node:http', name: SCENARIOS.hello, url: hello.url, expectStatus: 200, request: getRequest('/'), processes: { hello: hello.pid } }, results);
+    await cleanups.pop()!();
+  }
+
+  for (const name of modes) await benchMode(name, results, skipped);
+
+  const knobs = ['BENCH_DURATION', 'BENCH_WARMUP', 'BENCH_CONNECTIONS', 'BENCH_MODES', 'BENCH_SCENARIOS', 'BENCH_CPU_PROF', 'BENCH_DB_POOL_SIZE', 'BENCH_PG_HOST'];
+  const command = [...knobs.filter((knob) => process.env[knob]).map((knob) => `${knob}=${process.env[knob]}`), 'npm run bench'].join(' ');
+  let report = renderReport({ startedAt, command, settings, nproc: nproc(), loadAverageAtStart, measurements: results, skipped, notes });
+  if (profileDir) report += ['', '## CPU profiles', '', ...summariseProfiles(profileDir)].join('\n');
+  process.stdout.write(report);
+  const out = path.join(repoRoot, 'bench-results');
+  mkdirSync(out, { recursive: true });
+  writeFileSync(path.join(out, 'latest.md'), report);
+  progress(`written to ${path.relative(process.cwd(), path.join(out, 'latest.md')) || 'bench-results/latest.md'}`);
+}
+
+try {
+  await main();
+} catch (error) {
+  process.exitCode = 1;
+  process.stderr.write(`benchmark failed: ${(error as Error).stack ?? String(error)}\n`);
+} finally {
+  await cleanUp();
+}
