@@ -1,5 +1,6 @@
 import { partialOf, prefixedId, timestamp } from './openapi/fragments.js';
 import { apiKeySchema, merchantSchema, productSchema } from './openapi/schemas.js';
+import { throttleOverrideSchema } from './openapi/paths-throttle.js';
 import type { JsonSchema } from './openapi/types.js';
 
 /**
@@ -65,6 +66,19 @@ const systemAlertObject = provisionalObject('system_alert', { type: 'string', mi
   kind: { type: 'string', examples: ['endpoint_failing', 'event_dead_lettered', 'source_error'] },
   message: { type: 'string' },
 });
+const appGrantSchema: JsonSchema = {
+  type: 'object',
+  required: ['id', 'object', 'client_id', 'merchant_id', 'scopes', 'revoked_at'],
+  additionalProperties: false,
+  properties: {
+    id: prefixedId('app', 'The app whose grant ended.'),
+    object: { const: 'app_grant' },
+    client_id: { type: 'string', pattern: '^mxapp_[0-9A-Za-z]{20}$' },
+    merchant_id: prefixedId('mch', 'The merchant who had granted it.'),
+    scopes: { type: 'array', items: { type: 'string' } },
+    revoked_at: timestamp,
+  },
+};
 const sandboxResetObject = provisionalObject('merchant', prefixedId('mch', 'The merchant whose sandbox data was erased.'));
 
 function crudEvents(topic: string, noun: string, object: JsonSchema, strictPrevious = false): EventDefinition[] {
@@ -121,12 +135,25 @@ export const eventCatalogue: ReadonlyArray<EventDefinition> = [
     dataObjectSchema: merchantSchema,
     dataPreviousSchema: partialOf(merchantSchema),
   },
+  {
+    name: 'merchants.throttle_updated',
+    topic: 'merchants',
+    description: 'An operator changed the merchant\'s throttle numbers; every gateway replica applies `object.overrides` over the plan.',
+    dataObjectSchema: throttleOverrideSchema,
+  },
   ...crudEvents('sources', 'source', sourceObject),
   ...crudEvents('destinations', 'destination', destinationObject),
   ...crudEvents('rules', 'rule', ruleObject),
   ...crudEvents('connections', 'connection', connectionObject),
   { name: 'api_keys.created', topic: 'api_keys', description: 'An API key was created.', dataObjectSchema: apiKeySchema },
   { name: 'api_keys.revoked', topic: 'api_keys', description: 'An API key was revoked.', dataObjectSchema: apiKeySchema },
+  {
+    name: 'apps.grant_revoked',
+    topic: 'apps',
+    description:
+      'A merchant\'s grant to a third-party app ended (the merchant uninstalled it, or a refresh token or code was used twice): every token of that app for that merchant issued up to `revoked_at` is dead.',
+    dataObjectSchema: appGrantSchema,
+  },
   {
     name: 'webhooks.subscription_created',
     topic: 'webhooks',
@@ -171,11 +198,13 @@ export const eventNames = [
   'products.deleted',
   'merchants.created',
   'merchants.updated',
+  'merchants.throttle_updated',
   ...(['sources', 'destinations', 'rules', 'connections'] as const).flatMap(
     (topic) => [`${topic}.created`, `${topic}.updated`, `${topic}.deleted`] as const,
   ),
   'api_keys.created',
   'api_keys.revoked',
+  'apps.grant_revoked',
   'webhooks.subscription_created',
   'webhooks.subscription_updated',
   'webhooks.subscription_deleted',

@@ -1,6 +1,10 @@
 import { headers, parameters, ref, responses, securitySchemes } from './openapi/components.js';
 import { adminPaths, metaPaths, oauthPaths, opsPaths } from './openapi/paths-platform.js';
+import { apiKeyPaths } from './openapi/paths-api-keys.js';
 import { productPaths } from './openapi/paths-products.js';
+import { appAdminPaths, appCreateSchema, appWithSecretSchema, installedAppPaths, installedAppSchema, signingKeyRotationSchema } from './openapi/paths-apps.js';
+import { merchantIdParameter, throttleAdminPaths, throttleOverrideSchema, throttleOverridesSchema } from './openapi/paths-throttle.js';
+import { auditEntrySchema, auditPaths, auditVerificationSchema } from './openapi/paths-audit.js';
 import {
   healthSchema,
   jsonWebKeySetSchema,
@@ -11,6 +15,7 @@ import {
   tokenResponseSchema,
 } from './openapi/schemas-platform.js';
 import {
+  apiKeyCreateSchema,
   apiKeySchema,
   apiKeyWithSecretSchema,
   fieldErrorSchema,
@@ -47,12 +52,14 @@ export const openApiDocument: OpenApiDocument = {
   ],
   tags: [
     { name: 'products', description: 'The merchant\'s catalogue.' },
+    { name: 'api_keys', description: 'The merchant\'s API keys: create with a subset of scopes, list, revoke.' },
+    { name: 'apps', description: 'Third-party apps: registered by operators, installed by merchants on the consent page.' },
     { name: 'oauth', description: 'Access tokens for API keys and the keys that sign them.' },
     { name: 'merchants', description: 'Tenants; provisioned by operators.' },
     { name: 'meta', description: 'This document.' },
     { name: 'ops', description: 'Health, readiness and metrics of every service and the gateway.' },
   ],
-  paths: { ...productPaths, ...metaPaths, ...oauthPaths, ...adminPaths, ...opsPaths },
+  paths: { ...productPaths, ...apiKeyPaths, ...auditPaths, ...metaPaths, ...oauthPaths, ...adminPaths, ...appAdminPaths, ...installedAppPaths, ...throttleAdminPaths, ...opsPaths },
   components: {
     schemas: {
       Product: productSchema,
@@ -62,8 +69,17 @@ export const openApiDocument: OpenApiDocument = {
       Merchant: merchantSchema,
       MerchantCreate: merchantCreateSchema,
       MerchantProvisioning: merchantProvisioningSchema,
+      ThrottleOverride: throttleOverrideSchema,
+      ThrottleOverrides: throttleOverridesSchema,
       ApiKey: apiKeySchema,
       ApiKeyWithSecret: apiKeyWithSecretSchema,
+      ApiKeyCreate: apiKeyCreateSchema,
+      ApiKeyList: listSchema('#/components/schemas/ApiKey'),
+      AppCreate: appCreateSchema,
+      AppWithSecret: appWithSecretSchema,
+      InstalledApp: installedAppSchema,
+      InstalledAppList: listSchema('#/components/schemas/InstalledApp'),
+      SigningKeyRotation: signingKeyRotationSchema,
       Problem: problemSchema,
       FieldError: fieldErrorSchema,
       OAuthError: oauthErrorSchema,
@@ -73,9 +89,12 @@ export const openApiDocument: OpenApiDocument = {
       Health: healthSchema,
       Readiness: readinessSchema,
       OpenApiDocument: openApiDocumentSchema,
+      AuditEntry: auditEntrySchema,
+      AuditEntryList: listSchema('#/components/schemas/AuditEntry'),
+      AuditVerification: auditVerificationSchema,
     },
     responses,
-    parameters,
+    parameters: { ...parameters, MerchantId: merchantIdParameter },
     headers,
     securitySchemes,
   },

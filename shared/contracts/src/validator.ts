@@ -86,7 +86,8 @@ export function createContractValidator(document: OpenApiDocument = openApiDocum
     const parsed = parseBody(actual.body, mediaType!);
     if (parsed.problem) problems.push(parsed.problem);
     else problems.push(...check(media.schema, parsed.value, 'body'));
-    const bodyRequestId = (parsed.value as { request_id?: unknown } | null | undefined)?.request_id;
+    // Only a problem names the request it answers; other bodies' request_id (an audit entry's) names another one.
+    const bodyRequestId = mediaType === 'application/problem+json' ? (parsed.value as { request_id?: unknown } | null | undefined)?.request_id : undefined;
     // A replayed idempotent answer is the first answer byte for byte: its body names the first request.
     const replayed = actual.headers ? readHeader(actual.headers, 'Idempotent-Replayed') === 'true' : false;
     const requestIdHeader = replayed ? 'Original-Request-Id' : 'X-Request-Id';

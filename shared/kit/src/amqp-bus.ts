@@ -163,6 +163,7 @@ export class AmqpBus implements Bus {
           'x-delivery-limit': options.deliveryLimit ?? DEFAULT_DELIVERY_LIMIT,
           'x-dead-letter-exchange': '',
           'x-dead-letter-routing-key': poison,
+          ...(options.singleActiveConsumer ? { 'x-single-active-consumer': true } : {}),
         },
       });
     }

@@ -145,6 +145,7 @@ describe('requireScope', () => {
     scopes: new Set(scopes),
     tokenId: undefined,
     expiresAt: Date.now() + 60_000,
+    issuedAt: Math.floor(Date.now() / 1000),
     actor: { type: 'api_key', id: 'mx_test_x' },
   });
   const run = async (state: Record<string, unknown>, scope: string) => {

@@ -2,6 +2,7 @@ import type { Middleware } from 'koa';
 import { createRemoteJWKSet, jwtVerify, errors as joseErrors, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 import { updateContext, type Actor } from './context.js';
 import { InsufficientScope, Unauthenticated, Unavailable } from './errors.js';
+import type { RevocationList } from './revocations.js';
 import { trustedMerchantId, type MerchantId } from './tenancy.js';
 
 export interface AccessClaims {
@@ -10,6 +11,10 @@ export interface AccessClaims {
   scopes: ReadonlySet<string>;
   tokenId: string | undefined;
   expiresAt: number;
+  /** The merchant's plan (`sandbox`, `standard`, `scale`) when the token names it; sizes its throttle budgets. */
+  plan?: string | undefined;
+  /** The token's `iat` in seconds: a revocation kills the tokens issued at or before it. */
+  issuedAt: number;
   actor: Actor;
 }
 
@@ -18,12 +23,15 @@ export interface TokenVerifier {
 }
 
 export interface JwksVerifierOptions {
-  jwksUrl: string;
+  /** A function when the URL is known only once the oauth service listens (embedded mode); read on first use. */
+  jwksUrl: string | (() => string);
   issuer: string;
   audience: string;
   /** Verified tokens are remembered until they expire, so a hop that sees the same token twice verifies it once. */
   cacheSize?: number;
   now?: () => number;
+  /** Consulted on every call, cached token or not; while it is not loaded every token is refused with 503. */
+  revocations?: RevocationList;
 }
 
 const ALLOWED_ALGORITHMS = ['ES256', 'RS256', 'PS256', 'EdDSA'];
@@ -48,12 +56,18 @@ export function claimsFromPayload(payload: JWTPayload & Record<string, unknown>)
     scopes: new Set(scope.split(' ').filter(Boolean)),
     tokenId: payload.jti,
     expiresAt: (payload.exp ?? 0) * 1000,
+    plan: typeof payload.plan === 'string' ? payload.plan : undefined,
+    issuedAt: typeof payload.iat === 'number' ? payload.iat : 0,
     actor: actorOf(payload),
   };
 }
 
 export function createJwksTokenVerifier(options: JwksVerifierOptions): TokenVerifier {
-  const keys: JWTVerifyGetKey = createRemoteJWKSet(new URL(options.jwksUrl), { cooldownDuration: 5_000, cacheMaxAge: 10 * 60_000 });
+  let remote: JWTVerifyGetKey | undefined;
+  const keys: JWTVerifyGetKey = (header, token) => {
+    remote ??= createRemoteJWKSet(new URL(typeof options.jwksUrl === 'function' ? options.jwksUrl() : options.jwksUrl), { cooldownDuration: 5_000, cacheMaxAge: 10 * 60_000 });
+    return remote(header, token);
+  };
   return createTokenVerifier(keys, options);
 }
 
@@ -61,10 +75,17 @@ export function createTokenVerifier(keys: JWTVerifyGetKey, options: Omit<JwksVer
   const now = options.now ?? Date.now;
   const cacheSize = options.cacheSize ?? 10_000;
   const verified = new Map<string, AccessClaims>();
+  const revocations = options.revocations;
+  const checkRevocation = (claims: AccessClaims): AccessClaims => {
+    if (!revocations) return claims;
+    if (!revocations.ready) throw new Unavailable('The list of revoked credentials is not loaded yet.');
+    if (revocations.isRevoked(claims)) throw new Unauthenticated('the credential was revoked');
+    return claims;
+  };
   return {
     async verify(token) {
       const cached = verified.get(token);
-      if (cached && cached.expiresAt > now()) return cached;
+      if (cached && cached.expiresAt > now()) return checkRevocation(cached);
       if (cached) verified.delete(token);
       let payload: JWTPayload;
       try {
@@ -84,7 +105,7 @@ export function createTokenVerifier(keys: JWTVerifyGetKey, options: Omit<JwksVer
       const claims = claimsFromPayload(payload as JWTPayload & Record<string, unknown>);
       if (verified.size >= cacheSize) verified.delete(verified.keys().next().value as string);
       verified.set(token, claims);
-      return claims;
+      return checkRevocation(claims);
     },
   };
 }

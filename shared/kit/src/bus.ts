@@ -16,6 +16,11 @@ export interface ConsumerOptions {
    * `merx listen`). Durable work queues never set it.
    */
   transient?: boolean;
+  /**
+   * Only one consumer of the queue receives messages at a time; the others take over if it goes.
+   * For consumers whose effects must follow publication order (the audit chain).
+   */
+  singleActiveConsumer?: boolean;
 }
 
 export interface DeliveryInfo {

@@ -32,6 +32,7 @@ describe('loadConfig', () => {
       MERX_PUBLIC_URL: 'https://api.example.com',
       MERX_JWKS_URL: 'http://oauth:3001/oauth/jwks',
       MERX_DB_POOL_SIZE: 10,
+      MERX_OAUTH_URL: 'http://oauth:3001',
     });
     assert.equal(loadConfig('catalog', distributedServiceConfig(3002), { ...goodEnv, PORT: undefined }).PORT, 3002);
     assert.equal(loadConfig('catalog', distributedServiceConfig(3002), { ...goodEnv, PORT: '0', MERX_DB_POOL_SIZE: '3' }).MERX_DB_POOL_SIZE, 3);

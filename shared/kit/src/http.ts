@@ -11,7 +11,8 @@ export const MAX_BODY_BYTES = 1024 * 1024;
 
 export interface ReadinessCheck {
   name: string;
-  check(): Promise<void> | void;
+  /** Throws when not ready. Returning words means ready but degraded: reported as `degraded` with the words as its detail. */
+  check(): Promise<void | string | undefined> | void | string | undefined;
 }
 
 export interface ServiceAppOptions {
@@ -68,22 +69,24 @@ export function healthRoutes(readiness: ReadinessCheck[]): Middleware {
       return;
     }
     if (ctx.path === '/readyz') {
-      const checks: Record<string, 'ok' | 'failed'> = {};
+      const checks: Record<string, 'ok' | 'degraded' | 'failed'> = {};
       const details: Record<string, string> = {};
       await Promise.all(
         readiness.map(async ({ name, check }) => {
           try {
-            await check();
-            checks[name] = 'ok';
+            const degradation = await check();
+            checks[name] = degradation ? 'degraded' : 'ok';
+            if (degradation) details[name] = degradation;
           } catch (error) {
             checks[name] = 'failed';
             details[name] = error instanceof Error ? error.message : String(error);
           }
         }),
       );
-      const ready = Object.keys(details).length === 0;
+      const ready = !Object.values(checks).includes('failed');
       ctx.status = ready ? 200 : 503;
-      ctx.body = ready ? { status: 'ready', checks } : { status: 'not_ready', checks, details };
+      const withDetails = Object.keys(details).length > 0 ? { details } : {};
+      ctx.body = { status: ready ? 'ready' : 'not_ready', checks, ...withDetails };
       return;
     }
     if (ctx.path === '/metrics') {

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Middleware } from 'koa';
+import { canonicalJson } from './canonical-json.js';
 import type { Db } from './db.js';
 import { IdempotencyKeyInUse, IdempotencyKeyReused, MerxError, ValidationFailed } from './errors.js';
 import { statusOf, writeProblem } from './problem.js';
@@ -28,17 +29,6 @@ export const idempotencyMigration: Migration = {
     CREATE INDEX idempotency_keys_created_at ON {{schema}}.idempotency_keys (created_at);
   `,
 };
-
-function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (value && typeof value === 'object') {
-    const entries = Object.keys(value as object)
-      .sort()
-      .map((key) => `${JSON.stringify(key)}:${canonicalJson((value as Record<string, unknown>)[key])}`);
-    return `{${entries.join(',')}}`;
-  }
-  return JSON.stringify(value) ?? 'null';
-}
 
 interface StoredKey {
   request_hash: string;

@@ -23,3 +23,5 @@ export * from './runtime.js';
 export * from './money.js';
 export * from './maintenance.js';
 export * from './service.js';
+export * from './revocations.js';
+export * from './canonical-json.js';

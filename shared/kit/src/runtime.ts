@@ -4,7 +4,9 @@ import { createJwksTokenVerifier, type TokenVerifier } from './auth.js';
 import type { Bus } from './bus.js';
 import { configFields, z } from './config.js';
 import { createPgliteDb, createPostgresDb, type Db } from './db.js';
+import type { ReadinessCheck } from './http.js';
 import type { Logger } from './logger.js';
+import { httpRevocationLoader, RevocationList, startRevocationFeed, type RevocationSnapshot } from './revocations.js';
 
 /** The audience every Merx access token is issued for and checked against. */
 export const API_AUDIENCE = 'urn:merx:api';
@@ -22,6 +24,8 @@ export const distributedServiceConfig = (defaultPort: number) =>
     MERX_PUBLIC_URL: configFields.httpUrl('http://localhost:8080'),
     MERX_JWKS_URL: configFields.httpUrl('http://oauth:3001/oauth/jwks'),
     MERX_DB_POOL_SIZE: configFields.positiveInt(10),
+    // Where the revocation list is loaded from at start (GET /internal/v1/revocations, service network only).
+    MERX_OAUTH_URL: configFields.httpUrl('http://oauth:3001').default('http://oauth:3001'),
   });
 
 export type DistributedServiceConfig = z.infer<ReturnType<typeof distributedServiceConfig>>;
@@ -29,25 +33,48 @@ export type DistributedServiceConfig = z.infer<ReturnType<typeof distributedServ
 export interface Infrastructure {
   db: Db;
   bus: Bus;
+  /** Consults `revocations` on every call. */
   verifier: TokenVerifier;
+  revocations: RevocationList;
+  /** /readyz fails until the revocation list is loaded. */
+  readiness: ReadinessCheck[];
   close(): Promise<void>;
 }
 
-export async function connectDistributedInfrastructure(service: string, config: DistributedServiceConfig, logger: Logger): Promise<Infrastructure> {
+export interface InfrastructureOptions {
+  /** The oauth service loads revoked credentials from its own tables; everyone else asks it over HTTP. */
+  loadRevocations?(db: Db): (since: Date) => Promise<RevocationSnapshot>;
+}
+
+export async function connectDistributedInfrastructure(service: string, config: DistributedServiceConfig, logger: Logger, options: InfrastructureOptions = {}): Promise<Infrastructure> {
   const db = createPostgresDb(config.DATABASE_URL, { maxConnections: config.MERX_DB_POOL_SIZE, applicationName: `merx-${service}` });
   await db.ping();
   const bus = await AmqpBus.connect({ url: config.AMQP_URL, service, logger });
-  const verifier = createJwksTokenVerifier({ jwksUrl: config.MERX_JWKS_URL, issuer: issuerOf(config.MERX_PUBLIC_URL), audience: API_AUDIENCE });
+  const revocations = new RevocationList({ maxTokenLifetimeSeconds: DEFAULT_MAX_TOKEN_LIFETIME_SECONDS });
+  const feed = await startRevocationFeed({
+    list: revocations,
+    bus,
+    service,
+    logger,
+    load: options.loadRevocations ? options.loadRevocations(db) : httpRevocationLoader(config.MERX_OAUTH_URL),
+  });
+  const verifier = createJwksTokenVerifier({ jwksUrl: config.MERX_JWKS_URL, issuer: issuerOf(config.MERX_PUBLIC_URL), audience: API_AUDIENCE, revocations });
   return {
     db,
     bus,
     verifier,
+    revocations,
+    readiness: [feed.readiness],
     async close() {
+      await feed.stop();
       await bus.close();
       await db.close();
     },
   };
 }
+
+/** Until the oauth service says otherwise (its snapshot names the real lifetime). */
+export const DEFAULT_MAX_TOKEN_LIFETIME_SECONDS = 900;
 
 /** PGlite returns int8 as bigint; the pg driver is set to numbers. Both drivers must look alike to stores. */
 export async function openPglite(dataDir: string | undefined): Promise<PGlite> {

@@ -8,6 +8,8 @@ export const ref = (kind: 'schemas' | 'responses' | 'parameters' | 'headers', na
 
 export const jsonContent = (schema: JsonSchema) => ({ 'application/json': { schema } });
 
+const rateLimitItem = (first: string, second: string) => `"(burst|sustained|writes|sensitive)";${first}=\\d+;${second}=\\d+`;
+
 export const headers: Record<string, HeaderObject> = {
   XRequestId: {
     description: 'Id of this request (`req_...`), also in problem bodies and logs; quote it to support.',
@@ -28,12 +30,14 @@ export const headers: Record<string, HeaderObject> = {
     schema: { type: 'string', pattern: '^req_[0-9a-z]{26}$' },
   },
   RateLimit: {
-    description: 'Remaining quota of the throttle classes that applied (IETF httpapi ratelimit-headers draft).',
-    schema: { type: 'string' },
+    description:
+      'Remaining quota of each throttle class that applied (IETF httpapi ratelimit-headers draft, Structured Fields list): `r` requests left, `t` seconds until the quota is whole again, e.g. `"burst";r=99;t=1, "sustained";r=19999;t=3600`.',
+    schema: { type: 'string', pattern: `^${rateLimitItem('r', 't')}(, ${rateLimitItem('r', 't')})*$` },
   },
   RateLimitPolicy: {
-    description: 'Quota policies of the throttle classes that applied (IETF httpapi ratelimit-headers draft).',
-    schema: { type: 'string' },
+    description:
+      'Quota policy of each throttle class that applied (IETF httpapi ratelimit-headers draft): `q` requests per `w` seconds, e.g. `"burst";q=100;w=2, "sustained";q=20000;w=3600`. A token bucket\'s window is its capacity over its refill rate.',
+    schema: { type: 'string', pattern: `^${rateLimitItem('q', 'w')}(, ${rateLimitItem('q', 'w')})*$` },
   },
   RetryAfter: {
     description: 'Seconds to wait before retrying.',
@@ -131,6 +135,27 @@ export const parameters: Record<string, ParameterObject> = {
     name: 'If-Match',
     in: 'header',
     description: 'Apply only if the resource still has this ETag (412 otherwise).',
+    schema: { type: 'string' },
+  },
+  AuditEntryId: {
+    name: 'id',
+    in: 'path',
+    required: true,
+    description: 'Audit entry id (`aud_...`).',
+    schema: { type: 'string' },
+  },
+  ApiKeyId: {
+    name: 'id',
+    in: 'path',
+    required: true,
+    description: 'API key id (`key_...`).',
+    schema: { type: 'string' },
+  },
+  AppId: {
+    name: 'id',
+    in: 'path',
+    required: true,
+    description: 'App id (`app_...`).',
     schema: { type: 'string' },
   },
   ProductId: {

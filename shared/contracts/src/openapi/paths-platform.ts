@@ -87,7 +87,7 @@ export const adminPaths: Record<string, PathItem> = {
       operationId: 'merchants.admin.create',
       summary: 'Provision a merchant',
       description:
-        'Creates a merchant with its first API key (all scopes). The key\'s secret is in this response only. Operators only: send the operator credential from the platform configuration as a bearer token. Emits `merchants.created` and `api_keys.created`.',
+        'Creates a merchant with its owner user (who signs in on the app consent pages; password hashed with scrypt, generated and returned once when not given) and its first API key (all scopes). The key\'s secret is in this response only. An owner email already used anywhere on Merx is a 409. Operators only: send the operator credential from the platform configuration as a bearer token. Emits `merchants.created` and `api_keys.created`.',
       tags: ['merchants'],
       security: [{ operator: [] }],
       requestBody: { required: true, content: jsonContent(ref('schemas', 'MerchantCreate')) },
@@ -95,6 +95,7 @@ export const adminPaths: Record<string, PathItem> = {
         '201': jsonResponse('The merchant and its first API key.', 'MerchantProvisioning'),
         '400': ref('responses', 'MalformedRequest'),
         '401': ref('responses', 'Unauthenticated'),
+        '409': ref('responses', 'Conflict'),
         '413': ref('responses', 'PayloadTooLarge'),
         '415': ref('responses', 'UnsupportedMediaType'),
         '422': ref('responses', 'ValidationFailed'),

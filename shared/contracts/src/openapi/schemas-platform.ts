@@ -83,12 +83,12 @@ export const readinessSchema: JsonSchema = {
     status: { type: 'string', enum: ['ready', 'not_ready'] },
     checks: {
       type: 'object',
-      description: 'One entry per dependency (database, bus, ...).',
-      additionalProperties: { type: 'string', enum: ['ok', 'failed'] },
+      description: 'One entry per dependency (database, bus, ...). `degraded`: still serving, with a fallback (e.g. the gateway limiter without Redis); `details` says how.',
+      additionalProperties: { type: 'string', enum: ['ok', 'degraded', 'failed'] },
     },
     details: {
       type: 'object',
-      description: 'Why a check failed, per failing dependency, in words for an operator.',
+      description: 'Why a check failed or is degraded, per such dependency, in words for an operator.',
       additionalProperties: { type: 'string' },
     },
   },

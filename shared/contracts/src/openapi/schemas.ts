@@ -109,10 +109,20 @@ export const merchantSchema: JsonSchema = {
 
 export const merchantCreateSchema: JsonSchema = {
   type: 'object',
-  required: ['name'],
+  required: ['name', 'owner'],
   additionalProperties: false,
   properties: {
     name: { type: 'string', minLength: 1, maxLength: 255 },
+    owner: {
+      type: 'object',
+      description: 'The merchant\'s owner, who signs in on the app consent pages.',
+      required: ['email'],
+      additionalProperties: false,
+      properties: {
+        email: { type: 'string', format: 'email', maxLength: 254, description: 'Unique across Merx (case-insensitive).' },
+        password: { type: 'string', minLength: 12, maxLength: 256, description: 'At least 12 characters; generated and returned once when omitted.' },
+      },
+    },
     mode: { ...merchantMode, default: 'sandbox' },
     plan: { ...merchantPlan, description: 'Defaults to sandbox for sandbox merchants and standard for live ones.' },
     default_currency: { ...currencyCode, default: 'USD' },
@@ -132,14 +142,31 @@ const apiKeyProperties = {
   scopes: { type: 'array', uniqueItems: true, items: { type: 'string', enum: scopeNames } },
   created_at: timestamp,
   last_used_at: { ...timestamp, type: ['string', 'null'], description: 'When the key last obtained a token (minute precision); null if never.' },
+  revoked_at: { ...timestamp, type: ['string', 'null'], description: 'When the key was revoked; null while it is active.' },
 } satisfies Record<string, JsonSchema>;
 
 export const apiKeySchema: JsonSchema = {
   type: 'object',
   description: 'An API key without its secret.',
-  required: ['id', 'object', 'name', 'prefix', 'scopes', 'created_at', 'last_used_at'],
+  required: ['id', 'object', 'name', 'prefix', 'scopes', 'created_at', 'last_used_at', 'revoked_at'],
   additionalProperties: false,
-  properties: { ...apiKeyProperties, revoked_at: { ...timestamp, type: ['string', 'null'] } },
+  properties: apiKeyProperties,
+};
+
+export const apiKeyCreateSchema: JsonSchema = {
+  type: 'object',
+  required: ['name', 'scopes'],
+  additionalProperties: false,
+  properties: {
+    name: { type: 'string', minLength: 1, maxLength: 255 },
+    scopes: {
+      type: 'array',
+      minItems: 1,
+      uniqueItems: true,
+      items: { type: 'string', enum: scopeNames },
+      description: 'A subset of the scopes the calling token holds.',
+    },
+  },
 };
 
 export const apiKeyWithSecretSchema: JsonSchema = {
@@ -159,11 +186,22 @@ export const apiKeyWithSecretSchema: JsonSchema = {
 
 export const merchantProvisioningSchema: JsonSchema = {
   type: 'object',
-  required: ['object', 'merchant', 'api_key'],
+  required: ['object', 'merchant', 'owner', 'api_key'],
   additionalProperties: false,
   properties: {
     object: { const: 'merchant_provisioning' },
     merchant: { $ref: '#/components/schemas/Merchant' },
+    owner: {
+      type: 'object',
+      required: ['id', 'object', 'email'],
+      additionalProperties: false,
+      properties: {
+        id: prefixedId('usr', 'User id.'),
+        object: { const: 'user' },
+        email: { type: 'string', format: 'email' },
+        password: { type: 'string', minLength: 12, description: 'Only when the request gave none: the generated password, shown here once; stored only as a scrypt hash.' },
+      },
+    },
     api_key: { $ref: '#/components/schemas/ApiKeyWithSecret' },
   },
 };
