@@ -2,3 +2,4 @@ export * from './provider/index.js';
 export { startOauth, type OauthDeps, type RunningOauth } from './service.js';
 export { provisionMerchant } from './usecases/provision-merchant.js';
 export { OAUTH_SCHEMA } from './store/migrations.js';
+export { revocationsFromStore } from './usecases/revocations.js';

@@ -1,5 +1,6 @@
 import { API_AUDIENCE, configFields, connectDistributedInfrastructure, createLogger, distributedServiceConfig, exitOnConfigError, issuerOf, loadConfig, stopOnSignals } from '@merx/kit';
 import { startOauth } from './service.js';
+import { revocationsFromStore } from './usecases/revocations.js';
 
 const oauthConfig = distributedServiceConfig(3001).extend({
   MERX_OPERATOR_TOKEN: configFields.secret('the operator credential for /admin/v1'),
@@ -14,7 +15,9 @@ try {
   exitOnConfigError(error);
 }
 const logger = createLogger('oauth', config.LOG_LEVEL);
-const infrastructure = await connectDistributedInfrastructure('oauth', config, logger);
+const accessTokenTtlSeconds = config.MERX_ACCESS_TOKEN_TTL;
+// The oauth service owns the revoked keys, so it loads its list from its own tables, not over HTTP.
+const infrastructure = await connectDistributedInfrastructure('oauth', config, logger, { loadRevocations: (db) => revocationsFromStore(db, accessTokenTtlSeconds) });
 const oauth = await startOauth({
   db: infrastructure.db,
   bus: infrastructure.bus,
@@ -24,6 +27,8 @@ const oauth = await startOauth({
   accessTokenTtlSeconds: config.MERX_ACCESS_TOKEN_TTL,
   operatorToken: config.MERX_OPERATOR_TOKEN,
   cookieSecret: config.MERX_COOKIE_SECRET,
+  verifier: infrastructure.verifier,
+  readiness: infrastructure.readiness,
   port: config.PORT,
   host: config.HOST,
 });

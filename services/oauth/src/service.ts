@@ -1,9 +1,20 @@
-import { mountRouter, startService, type Bus, type Db, type Logger, type RunningService } from '@merx/kit';
-import { createProvider, deleteExpiredOidcPayloads, generateSigningJwk, mountProvider } from './provider/index.js';
+import type { JWK } from 'oidc-provider';
+import { mountRouter, startService, type Bus, type Outbox, type Db, type Logger, type ReadinessCheck, type RunningService, type TokenVerifier } from '@merx/kit';
+import { createProvider, deleteExpiredOidcPayloads, mountProvider } from './provider/index.js';
+import { interactionRoutes } from './interaction/routes.js';
+import { appAdminRoutes } from './routes/admin-apps.js';
+import { installedAppRoutes } from './routes/apps.js';
+import { findAppClient, findInstalledGrantId, findMerxAccount } from './store/app-clients-store.js';
 import { adminRoutes } from './routes/admin.js';
+import { apiKeyRoutes } from './routes/api-keys.js';
+import { merchantPlanOf, throttleAdminRoutes } from './routes/throttle.js';
+import { internalRoutes } from './routes/internal.js';
 import { findApiKeyClientByClientId, touchApiKeyLastUsed } from './store/accounts-store.js';
 import { OAUTH_SCHEMA, oauthMigrations } from './store/migrations.js';
-import { loadOrCreateSigningKeys } from './store/signing-keys-store.js';
+import { recordGrantRevokedByProvider } from './usecases/app-grants.js';
+import { startSigningKeys, type SigningKeys } from './usecases/signing-keys.js';
+import { apiKeyUseCases } from './usecases/api-keys.js';
+import { revocationsFromStore } from './usecases/revocations.js';
 
 export interface OauthDeps {
   db: Db;
@@ -15,6 +26,10 @@ export interface OauthDeps {
   accessTokenTtlSeconds: number;
   operatorToken: string;
   cookieSecret: string;
+  /** Verifies bearer tokens on /api/v1 routes; consults the process's revocation list. */
+  verifier: TokenVerifier;
+  /** Extra /readyz checks (the revocation list being loaded). */
+  readiness?: ReadinessCheck[];
   port: number;
   host?: string;
 }
@@ -23,8 +38,36 @@ export type RunningOauth = RunningService;
 
 export async function startOauth(deps: OauthDeps): Promise<RunningOauth> {
   const { db, logger } = deps;
-  let provider: ReturnType<typeof createProvider> | undefined;
-  return startService({
+  let signingKeys: SigningKeys | undefined;
+  let outboxOfService: Outbox | undefined;
+  // Called again on every signing key rotation: the new provider shares the database, so grants and sessions carry over.
+  const buildProvider = (jwks: { keys: JWK[] }, signingKid: string) => {
+    const provider = createProvider({
+      issuer: deps.issuer,
+      audience: deps.audience,
+      accessTokenTtlSeconds: deps.accessTokenTtlSeconds,
+      cookieKeys: [deps.cookieSecret],
+      jwks,
+      signingKid,
+      findAppClient: (clientId) => findAppClient(db, clientId),
+      findAccount: (userId) => findMerxAccount(db, userId),
+      findInstalledGrantId: (userId, clientId) => findInstalledGrantId(db, userId, clientId),
+      db,
+      schema: OAUTH_SCHEMA,
+      findApiKeyClient: (clientId) => findApiKeyClientByClientId(db, clientId),
+      merchantPlan: (merchantId) => merchantPlanOf(db, merchantId),
+      onTokenIssued: ({ clientId }) => {
+        touchApiKeyLastUsed(db, clientId, new Date()).catch((error: unknown) => logger.warn({ err: error }, 'could not record key use'));
+      },
+    });
+    provider.on('server_error', (_ctx: unknown, error: Error) => logger.error({ err: error }, 'oidc-provider server error'));
+    // A refresh token or code used twice: oidc-provider revoked the grant; the merchant's installation and its access tokens go too.
+    provider.on('grant.revoked', (_ctx: unknown, grantId: string) => {
+      recordGrantRevokedByProvider(outboxOfService!, grantId).catch((error: unknown) => logger.error({ err: error, grant_id: grantId }, 'could not record a revoked grant'));
+    });
+    return provider;
+  };
+  const running = await startService({
     name: 'oauth',
     schema: OAUTH_SCHEMA,
     migrations: oauthMigrations,
@@ -35,24 +78,30 @@ export async function startOauth(deps: OauthDeps): Promise<RunningOauth> {
     ...(deps.host ? { host: deps.host } : {}),
     // Signing keys live in the schema, so the provider is made once it is migrated.
     prepare: async () => {
-      provider = createProvider({
-        issuer: deps.issuer,
-        audience: deps.audience,
-        accessTokenTtlSeconds: deps.accessTokenTtlSeconds,
-        cookieKeys: [deps.cookieSecret],
-        jwks: { keys: await loadOrCreateSigningKeys(db, generateSigningJwk) },
-        db,
-        schema: OAUTH_SCHEMA,
-        findApiKeyClient: (clientId) => findApiKeyClientByClientId(db, clientId),
-        onTokenIssued: ({ clientId }) => {
-          touchApiKeyLastUsed(db, clientId, new Date()).catch((error: unknown) => logger.warn({ err: error }, 'could not record key use'));
-        },
-      });
-      provider.on('server_error', (_ctx: unknown, error: Error) => logger.error({ err: error }, 'oidc-provider server error'));
+      signingKeys = await startSigningKeys({ db, logger, publishRetiredForSeconds: deps.accessTokenTtlSeconds + 60, build: buildProvider });
     },
     // The provider reads its own form bodies, so it goes before JSON parsing.
-    beforeJsonBody: (koa) => mountProvider(koa, provider!),
-    routes: (koa, outbox) => mountRouter(koa, adminRoutes(outbox, deps.operatorToken)),
+    beforeJsonBody: (koa, outbox) => {
+      outboxOfService = outbox;
+      mountRouter(koa, interactionRoutes({ slot: signingKeys!.slot, db, logger, audience: deps.audience, secret: deps.cookieSecret, onLoginDenied: (attempt) => logger.warn({ event: 'auth.denied', reason: 'wrong_password', ...attempt }, 'login denied') }));
+      mountProvider(koa, signingKeys!.slot);
+    },
+    routes: (koa, outbox) => {
+      mountRouter(koa, adminRoutes(outbox, deps.operatorToken));
+      mountRouter(koa, appAdminRoutes({ db, operatorToken: deps.operatorToken, rotateSigningKeys: () => signingKeys!.rotate() }));
+      mountRouter(koa, installedAppRoutes(outbox, db, deps.verifier));
+      mountRouter(koa, throttleAdminRoutes(db, outbox, deps.operatorToken));
+      mountRouter(koa, apiKeyRoutes(apiKeyUseCases({ db, outbox }), deps.verifier, db));
+      mountRouter(koa, internalRoutes(revocationsFromStore(db, deps.accessTokenTtlSeconds)));
+    },
+    ...(deps.readiness ? { readiness: deps.readiness } : {}),
     maintenance: [{ name: 'expired oidc payloads', run: () => deleteExpiredOidcPayloads(db, { schema: OAUTH_SCHEMA }) }],
   });
+  return {
+    ...running,
+    async stop() {
+      signingKeys?.stop();
+      await running.stop();
+    },
+  };
 }

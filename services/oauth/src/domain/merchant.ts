@@ -1,4 +1,5 @@
 import { isCurrency, ValidationFailed, type FieldError } from '@merx/kit';
+import { validateOwner, type OwnerInput } from './user.js';
 
 export const MERCHANT_MODES = ['sandbox', 'live'] as const;
 export const MERCHANT_PLANS = ['sandbox', 'standard', 'scale'] as const;
@@ -18,9 +19,9 @@ export interface Merchant {
   updatedAt: Date;
 }
 
-export type MerchantProvisioning = Pick<Merchant, 'name' | 'mode' | 'plan' | 'defaultCurrency' | 'timezone'>;
+export type MerchantProvisioning = Pick<Merchant, 'name' | 'mode' | 'plan' | 'defaultCurrency' | 'timezone'> & { owner: OwnerInput };
 
-const FIELDS = ['name', 'mode', 'plan', 'default_currency', 'timezone'];
+const FIELDS = ['name', 'mode', 'plan', 'default_currency', 'timezone', 'owner'];
 
 export function isTimeZone(value: string): boolean {
   try {
@@ -50,8 +51,9 @@ export function validateMerchantProvisioning(input: unknown): MerchantProvisioni
   if (!isCurrency(defaultCurrency)) errors.push({ field: 'default_currency', code: 'invalid_currency', message: 'default_currency must be an ISO 4217 code in upper case' });
   const timezone = body.timezone ?? 'UTC';
   if (typeof timezone !== 'string' || !isTimeZone(timezone)) errors.push({ field: 'timezone', code: 'invalid_timezone', message: 'timezone must be an IANA time zone such as Europe/Berlin' });
-  if (errors.length > 0) throw new ValidationFailed(errors);
-  return { name: name as string, mode: mode as MerchantMode, plan: plan as MerchantPlan, defaultCurrency: defaultCurrency as string, timezone: timezone as string };
+  const owner = validateOwner(body.owner, errors);
+  if (errors.length > 0 || !owner) throw new ValidationFailed(errors);
+  return { owner, name: name as string, mode: mode as MerchantMode, plan: plan as MerchantPlan, defaultCurrency: defaultCurrency as string, timezone: timezone as string };
 }
 
 export function presentMerchant(merchant: Merchant) {

@@ -1,4 +1,3 @@
-import type { IncomingMessage } from 'node:http';
 import type Koa from 'koa';
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, type JWK } from 'jose';
 import Provider, { errors } from 'oidc-provider';
@@ -7,6 +6,7 @@ import type { Db } from '@merx/kit';
 import { scopeNames } from '@merx/contracts';
 import { createPostgresAdapterFactory } from './adapter.js';
 import { parseApiKey, parseClientId, verifyApiKey } from './api-keys.js';
+import { isAppClientId, verifyAppSecret } from './app-clients.js';
 
 /** What the key store knows about one API key; the plaintext key is never part of it. */
 export interface ApiKeyClient {
@@ -17,6 +17,23 @@ export interface ApiKeyClient {
   scopes: string[];
   status: 'active' | 'revoked';
   merchantStatus: 'active' | 'suspended';
+}
+
+/** A third-party app registered by the operator; merchants install it with authorization code + PKCE. */
+export interface AppClient {
+  clientId: string;
+  /** `hashAppSecret(secret)`. */
+  secretHash: string;
+  name: string;
+  redirectUris: string[];
+  /** The scopes the app may ask for; a merchant grants a subset. */
+  scopes: string[];
+}
+
+/** A user who can log in on the interaction pages, as tokens need them. */
+export interface MerxAccount {
+  userId: string;
+  merchantId: string;
 }
 
 export interface TokenIssued {
@@ -34,14 +51,24 @@ export interface CreateProviderOptions {
   accessTokenTtlSeconds: number;
   /** Signs oidc-provider's cookies (none are used by client credentials; later interactions will). */
   cookieKeys: string[];
-  /** Private signing keys; the first one signs. */
+  /** Private keys, all published in the JWKS; `signingKid` (default: the first) signs. */
   jwks: { keys: JWK[] };
+  signingKid?: string;
+  /** Lifetime of refresh tokens of apps; default 30 days. Each use rotates the token. */
+  refreshTokenTtlSeconds?: number;
   db: Db;
   /** Schema of the `oidc_payloads` table; default `oauth`. */
   schema?: string;
   findApiKeyClient(clientId: string): Promise<ApiKeyClient | undefined>;
+  findAppClient?(clientId: string): Promise<AppClient | undefined>;
+  /** undefined when the user is gone or its merchant is suspended: no login, no token, no refresh. */
+  findAccount?(userId: string): Promise<MerxAccount | undefined>;
+  /** The grant the user's merchant already gave this app, so consent is asked only for what is missing. */
+  findInstalledGrantId?(userId: string, clientId: string): Promise<string | undefined>;
   /** Awaited after a token is minted and before it is answered; a throw fails the request. */
   onTokenIssued?(info: TokenIssued): void | Promise<void>;
+  /** The merchant's plan, put in access tokens as `plan`: the gateway sizes throttle budgets by it. */
+  merchantPlan?(merchantId: string): Promise<string | undefined>;
 }
 
 const MERX_SCOPES: ReadonlySet<string> = new Set(scopeNames);
@@ -67,20 +94,22 @@ function merchantIdOf(client: ClientInstance | undefined): string | undefined {
 }
 
 /**
- * API keys are not registered clients: each token request looks its client up through
- * `findApiKeyClient`, so a revoked key or a suspended merchant stops working at once.
- * oidc-provider reads client metadata through the `Client` model's adapter, which is the seam
- * used here. `client_secret` carries the stored hash, never a secret: `compareClientSecret`
- * is replaced on this provider's Client class to verify the presented key against it.
+ * Neither API keys nor apps are registered with oidc-provider: each request looks its client up
+ * (`findApiKeyClient` for `mx_<mode>_...` ids, `findAppClient` for `mxapp_...`), so a revoked key
+ * or a suspended merchant stops working at once. oidc-provider reads client metadata through the
+ * `Client` model's adapter, which is the seam used here. `client_secret` carries the stored hash,
+ * never a secret: `compareClientSecret` is replaced on this provider's Client class to verify
+ * the presented secret against it.
  */
-function apiKeyClientAdapter(findApiKeyClient: CreateProviderOptions['findApiKeyClient']): Adapter {
+function lookupClientAdapter(options: Pick<CreateProviderOptions, 'findApiKeyClient' | 'findAppClient'>): Adapter {
   const managedElsewhere = async (): Promise<never> => {
-    throw new Error('API key clients are managed by the key store, not by oidc-provider');
+    throw new Error('API keys and apps are managed by the account store, not by oidc-provider');
   };
   return {
     async find(clientId) {
+      if (isAppClientId(clientId)) return appClientMetadata(clientId, await options.findAppClient?.(clientId));
       if (!parseClientId(clientId)) return undefined;
-      const record = await findApiKeyClient(clientId);
+      const record = await options.findApiKeyClient(clientId);
       if (!record || record.clientId !== clientId || record.status !== 'active' || record.merchantStatus !== 'active') {
         return undefined;
       }
@@ -102,6 +131,21 @@ function apiKeyClientAdapter(findApiKeyClient: CreateProviderOptions['findApiKey
     consume: managedElsewhere,
     destroy: managedElsewhere,
     revokeByGrantId: managedElsewhere,
+  };
+}
+
+function appClientMetadata(clientId: string, app: AppClient | undefined) {
+  if (!app || app.clientId !== clientId) return undefined;
+  return {
+    client_id: clientId,
+    client_secret: app.secretHash,
+    client_name: app.name,
+    grant_types: ['authorization_code', 'refresh_token'],
+    response_types: ['code'],
+    redirect_uris: app.redirectUris,
+    // Basic or post both work (oidc-provider accepts either for a secret-based method).
+    token_endpoint_auth_method: 'client_secret_basic',
+    scope: app.scopes.filter((name) => MERX_SCOPES.has(name)).join(' '),
   };
 }
 
@@ -133,8 +177,8 @@ function withApiKeyScopes(builtIn: GrantHandler, onTokenIssued: CreateProviderOp
 }
 
 export function createProvider(options: CreateProviderOptions): Provider {
-  const [signingKey] = options.jwks.keys;
-  if (!signingKey) throw new Error('createProvider needs at least one signing key in jwks.keys');
+  const signingKey = options.signingKid === undefined ? options.jwks.keys[0] : options.jwks.keys.find((key) => key.kid === options.signingKid);
+  if (!signingKey) throw new Error('createProvider needs its signing key in jwks.keys');
   if (typeof signingKey.d !== 'string') throw new Error('jwks.keys must be private keys');
   if (options.cookieKeys.length === 0) throw new Error('createProvider needs at least one cookie key');
   if (!Number.isSafeInteger(options.accessTokenTtlSeconds) || options.accessTokenTtlSeconds <= 0) {
@@ -144,18 +188,46 @@ export function createProvider(options: CreateProviderOptions): Provider {
   const kid = signingKey.kid;
   const ttl = options.accessTokenTtlSeconds;
   const { audience } = options;
+  const refreshTtl = options.refreshTokenTtlSeconds ?? 30 * 24 * 3600;
+  const issuerPath = new URL(options.issuer).pathname.replace(/\/+$/, '');
+  const findAccount = options.findAccount ?? (async () => undefined);
 
   const postgresAdapter = createPostgresAdapterFactory(options.db, { schema: options.schema });
-  const clientAdapter = apiKeyClientAdapter(options.findApiKeyClient);
+  const clientAdapter = lookupClientAdapter(options);
 
   const configuration: Configuration = {
     adapter: (model: string) => (model === 'Client' ? clientAdapter : postgresAdapter(model)),
     clients: [],
     jwks: { keys: options.jwks.keys.map((key) => ({ ...key })) },
-    cookies: { keys: options.cookieKeys },
+    // Signed, HttpOnly and SameSite=Lax: sent on the top-level redirect from the app, never on a cross-site POST.
+    cookies: {
+      keys: options.cookieKeys,
+      long: { httpOnly: true, sameSite: 'lax', signed: true },
+      short: { httpOnly: true, sameSite: 'lax', signed: true },
+    },
     scopes: [...scopeNames],
-    // No authorization endpoint flows yet: third-party apps (code + PKCE) come with a later issue.
-    responseTypes: [],
+    // Apps get codes only (no implicit or hybrid tokens in URLs).
+    responseTypes: ['code'],
+    pkce: { methods: ['S256'], required: () => true },
+    interactions: { url: (_ctx: unknown, interaction: { uid: string }) => `${issuerPath}/interaction/${interaction.uid}` },
+    findAccount: async (_ctx: unknown, sub: string) => {
+      const account = await findAccount(sub);
+      if (!account) return undefined;
+      return { accountId: sub, merchantId: account.merchantId, claims: async () => ({ sub }) };
+    },
+    loadExistingGrant: async (ctx: KoaContextWithOIDC) => {
+      const oidc = ctx.oidc as unknown as { result?: { consent?: { grantId?: string } }; session?: { accountId?: string }; client: ClientInstance; provider: Provider };
+      const accountId = oidc.session?.accountId;
+      const grantId = oidc.result?.consent?.grantId ?? (accountId ? await options.findInstalledGrantId?.(accountId, oidc.client.clientId) : undefined);
+      if (!grantId) return undefined;
+      const grant = (await oidc.provider.Grant.find(grantId)) as { accountId?: string; clientId?: string } | undefined;
+      return grant && grant.accountId === accountId && grant.clientId === oidc.client.clientId ? grant : undefined;
+    },
+    // Apps act for the merchant while nobody is signed in: their refresh tokens do not die with the browser session.
+    issueRefreshToken: async (_ctx: unknown, client: ClientInstance) => (client as unknown as { grantTypeAllowed(type: string): boolean }).grantTypeAllowed('refresh_token'),
+    expiresWithSession: async () => false,
+    // Every use rotates: a refresh token presented twice was stolen or replayed, and oidc-provider then revokes the grant.
+    rotateRefreshToken: true,
     clientAuthMethods: ['client_secret_basic', 'client_secret_post'],
     clientDefaults: {
       grant_types: ['client_credentials'],
@@ -176,7 +248,11 @@ export function createProvider(options: CreateProviderOptions): Provider {
       pushedAuthorizationRequests: { enabled: false },
       resourceIndicators: {
         enabled: true,
-        defaultResource: async (_ctx: unknown, _client: unknown, oneOf?: string | string[]) => oneOf ?? audience,
+        defaultResource: async (_ctx: unknown, _client: unknown, oneOf?: string | string[]) => {
+          if (Array.isArray(oneOf)) return oneOf.includes(audience) ? audience : oneOf;
+          return oneOf ?? audience;
+        },
+        useGrantedResource: async () => true,
         getResourceServerInfo: async (_ctx: unknown, resourceIndicator: string) => {
           if (resourceIndicator !== audience) throw new errors.InvalidTarget();
           return {
@@ -189,11 +265,26 @@ export function createProvider(options: CreateProviderOptions): Provider {
         },
       },
     },
-    routes: { token: '/token', jwks: '/jwks' },
-    ttl: { AccessToken: ttl, ClientCredentials: ttl },
-    extraTokenClaims: async (_ctx: unknown, token: TokenInstance) => {
-      const merchantId = merchantIdOf(token.client);
-      return merchantId ? { merchant_id: merchantId } : undefined;
+    routes: { token: '/token', jwks: '/jwks', authorization: '/auth' },
+    ttl: {
+      AccessToken: ttl,
+      ClientCredentials: ttl,
+      AuthorizationCode: 60,
+      Interaction: 3600,
+      Session: 14 * 24 * 3600,
+      Grant: refreshTtl,
+      RefreshToken: refreshTtl,
+    },
+    extraTokenClaims: async (ctx: KoaContextWithOIDC, token: TokenInstance) => {
+      const keyMerchant = merchantIdOf(token.client);
+      if (keyMerchant) return { merchant_id: keyMerchant };
+      // App tokens act for the merchant of the user who consented.
+      const accountId = typeof token.accountId === 'string' ? token.accountId : undefined;
+      if (!accountId) return undefined;
+      const loaded = ctx.oidc.entities.Account as { accountId?: string; merchantId?: string } | undefined;
+      const merchantId = loaded?.accountId === accountId ? loaded.merchantId : (await findAccount(accountId))?.merchantId;
+      if (!merchantId) throw new errors.InvalidGrant('the user of this grant can no longer act for a merchant');
+      return { merchant_id: merchantId };
     },
     // Browsers asking for HTML get the same standard OAuth JSON body; never a page, never a stack.
     renderError: async (ctx: Koa.Context, out: Record<string, unknown>) => {
@@ -201,6 +292,18 @@ export function createProvider(options: CreateProviderOptions): Provider {
       ctx.body = out;
     },
   };
+
+  const { merchantPlan } = options;
+  type ClaimsHook = (ctx: KoaContextWithOIDC, token: TokenInstance) => Promise<Record<string, unknown> | undefined>;
+  const merchantClaims = configuration.extraTokenClaims as ClaimsHook | undefined;
+  if (merchantPlan && merchantClaims) {
+    configuration.extraTokenClaims = async (ctx: KoaContextWithOIDC, token: TokenInstance) => {
+      const claims = await merchantClaims(ctx, token);
+      const merchantId = claims?.merchant_id;
+      const plan = typeof merchantId === 'string' ? await merchantPlan(merchantId) : undefined;
+      return plan ? { ...claims, plan } : claims;
+    };
+  }
 
   let scopesWrapped = false;
   class ApiKeyProvider extends Provider {
@@ -219,81 +322,14 @@ export function createProvider(options: CreateProviderOptions): Provider {
   if (!scopesWrapped) {
     throw new Error('oidc-provider did not register client_credentials through registerGrantType; revisit createProvider');
   }
-  provider.Client.prototype.compareClientSecret = function compareApiKey(this: ClientInstance, presented: string) {
+  provider.Client.prototype.compareClientSecret = function compareHashedSecret(this: ClientInstance, presented: string) {
     const stored = this.clientSecret;
-    return typeof stored === 'string' && parseApiKey(presented)?.clientId === this.clientId && verifyApiKey(presented, stored);
+    if (typeof stored !== 'string' || typeof presented !== 'string') return false;
+    if (isAppClientId(this.clientId)) return verifyAppSecret(presented, stored);
+    return parseApiKey(presented)?.clientId === this.clientId && verifyApiKey(presented, stored);
   };
   provider.proxy = true;
   return provider;
-}
-
-/** What Express adds to a request it hands a mounted app; oidc-provider reads them to build URLs. */
-type MountedRequest = IncomingMessage & { originalUrl?: string; baseUrl?: string };
-
-/**
- * Mounts the provider under its issuer's path (`/oauth` for `http://host/oauth`).
- *
- * oidc-provider 8 runs on its own koa 2 application, which cannot run on this app's koa 3
- * context, so the request is handed to `provider.callback()` the way Express mounts it: the
- * prefix stripped from `req.url`, the full URL kept in `req.originalUrl` (from which the
- * provider derives its mount path for discovery URLs). The provider writes to the same raw
- * response, so headers set earlier on it (X-Request-Id) stay, and this app's `ctx.status`
- * reads the provider's status for metrics. The provider's `proxy` setting decides whether
- * X-Forwarded-Host/Proto count; `createProvider` turns it on.
- *
- * Requests under the prefix that the provider does not route fall through to this app (its
- * 404 and problem+json handling): the provider is told not to answer them and the headers it
- * set are put back as they were. Mount it before any body parser: oidc-provider reads the raw
- * request body itself.
- */
-export function mountProvider(app: Koa, provider: Provider): void {
-  const prefix = new URL(provider.issuer).pathname.replace(/\/+$/, '');
-  const unrouted = new WeakSet<IncomingMessage>();
-  // `use` puts this ahead of the provider's own error handler, so it sees the final answer.
-  provider.use(async (ctx, next) => {
-    await next();
-    // @koa/router names the matched route on the context; without one the provider's 404 is only "no such route".
-    if (ctx.status === 404 && (ctx as { _matchedRoute?: unknown })._matchedRoute === undefined) {
-      unrouted.add(ctx.req);
-      ctx.respond = false;
-    }
-  });
-  const handle = provider.callback();
-
-  const stripPrefix = (path: string): string | undefined => {
-    if (prefix === '') return path;
-    if (path === prefix) return '/';
-    return path.startsWith(`${prefix}/`) ? path.slice(prefix.length) : undefined;
-  };
-
-  app.use(async (ctx, next) => {
-    const inner = stripPrefix(ctx.path);
-    if (inner === undefined) return next();
-    const req: MountedRequest = ctx.req;
-    const { url, originalUrl, baseUrl } = req;
-    const headersBefore = ctx.res.getHeaders();
-    req.url = `${inner}${ctx.search}`;
-    req.originalUrl = url;
-    req.baseUrl = prefix;
-    ctx.respond = false;
-    try {
-      await handle(req, ctx.res);
-    } finally {
-      req.url = url;
-      req.originalUrl = originalUrl;
-      req.baseUrl = baseUrl;
-    }
-    if (!unrouted.has(req)) return;
-
-    unrouted.delete(req);
-    ctx.respond = true;
-    for (const name of ctx.res.getHeaderNames()) ctx.res.removeHeader(name);
-    for (const [name, value] of Object.entries(headersBefore)) {
-      if (value !== undefined) ctx.res.setHeader(name, value);
-    }
-    ctx.res.statusCode = 404;
-    await next();
-  });
 }
 
 /** A fresh ES256 signing key as a private JWK, for the service to persist in its key store. */

@@ -49,6 +49,34 @@ declare module 'oidc-provider' {
     kind?: string;
   }
 
+  export interface GrantInstance {
+    [key: string]: unknown;
+    jti?: string;
+    accountId?: string;
+    clientId?: string;
+    addResourceScope(resource: string, scope: string): void;
+    addOIDCScope(scope: string): void;
+    /** Space separated. */
+    getResourceScopeFiltered(resource: string, scopes: string[] | Set<string>): string;
+    save(ttl?: number): Promise<string>;
+    destroy(): Promise<void>;
+  }
+
+  export interface GrantClass {
+    new (properties: { accountId: string; clientId: string }): GrantInstance;
+    find(id: string): Promise<GrantInstance | undefined>;
+  }
+
+  export interface InteractionDetails {
+    uid: string;
+    returnTo: string;
+    params: Record<string, unknown> & { client_id?: string; scope?: string };
+    prompt: { name: 'login' | 'consent' | string; reasons: string[]; details: Record<string, unknown> & { missingResourceScopes?: Record<string, string[]> } };
+    session?: { accountId?: string; uid?: string };
+    grantId?: string;
+    lastSubmission?: Record<string, unknown>;
+  }
+
   export interface OIDCContext {
     params?: Record<string, unknown>;
     client?: ClientInstance;
@@ -76,6 +104,10 @@ declare module 'oidc-provider' {
     use(middleware: Koa.Middleware): void;
     callback(): (req: IncomingMessage, res: ServerResponse) => Promise<void>;
     readonly Client: ClientClass;
+    readonly Grant: GrantClass;
+    interactionDetails(req: IncomingMessage, res: ServerResponse): Promise<InteractionDetails>;
+    /** Stores the interaction's result and returns the URL that resumes the authorization request. */
+    interactionResult(req: IncomingMessage, res: ServerResponse, result: Record<string, unknown>, options?: { mergeWithLastSubmission?: boolean }): Promise<string>;
     registerGrantType(
       name: string,
       handler: GrantHandler,
@@ -102,6 +134,12 @@ declare module 'oidc-provider' {
     }
     class InvalidTarget extends OIDCProviderError {
       constructor(description?: string);
+    }
+    class InvalidGrant extends OIDCProviderError {
+      constructor(detail?: string);
+    }
+    class SessionNotFound extends OIDCProviderError {
+      constructor(detail?: string);
     }
     class InvalidRequest extends OIDCProviderError {
       constructor(description?: string, code?: number);

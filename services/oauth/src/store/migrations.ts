@@ -50,4 +50,58 @@ export const oauthMigrations: Migration[] = [
     `,
   },
   { id: '003_oidc_payloads', sql: oidcMigrationSql },
+  {
+    id: '004_users_and_apps',
+    sql: `
+      CREATE TABLE {{schema}}.users (
+        id text PRIMARY KEY,
+        merchant_id text NOT NULL REFERENCES {{schema}}.merchants (id),
+        email text NOT NULL,
+        password_hash text NOT NULL,
+        created_at timestamptz NOT NULL
+      );
+      -- One login per email across Merx: the login page has no merchant to pick from.
+      CREATE UNIQUE INDEX users_email_idx ON {{schema}}.users (lower(email));
+      CREATE TABLE {{schema}}.apps (
+        id text PRIMARY KEY,
+        name text NOT NULL,
+        client_id text NOT NULL UNIQUE,
+        secret_hash text NOT NULL,
+        redirect_uris text[] NOT NULL,
+        scopes text[] NOT NULL,
+        created_at timestamptz NOT NULL
+      );
+      -- A merchant's grant to an app; the oidc-provider Grant it names holds the same scopes.
+      CREATE TABLE {{schema}}.app_installations (
+        merchant_id text NOT NULL REFERENCES {{schema}}.merchants (id),
+        app_id text NOT NULL REFERENCES {{schema}}.apps (id),
+        grant_id text NOT NULL UNIQUE,
+        user_id text NOT NULL,
+        scopes text[] NOT NULL,
+        installed_at timestamptz NOT NULL,
+        PRIMARY KEY (merchant_id, app_id)
+      );
+    `,
+  },
+  {
+    id: '005_signing_key_states',
+    // next is published before it signs, so verifiers have cached it by the time it is promoted.
+    sql: `
+      ALTER TABLE {{schema}}.signing_keys ADD COLUMN state text NOT NULL DEFAULT 'current' CHECK (state IN ('current', 'next', 'retired'));
+      UPDATE {{schema}}.signing_keys SET state = 'retired' WHERE retired_at IS NOT NULL;
+      ALTER TABLE {{schema}}.signing_keys ADD COLUMN published_until timestamptz;
+    `,
+  },
+  {
+    id: '010_throttle_overrides',
+    // The operator's per-merchant throttle numbers; the gateway receives them as merchants.throttle_updated.
+    sql: `
+      CREATE TABLE {{schema}}.throttle_overrides (
+        merchant_id text PRIMARY KEY REFERENCES {{schema}}.merchants (id),
+        overrides jsonb NOT NULL,
+        version integer NOT NULL,
+        updated_at timestamptz NOT NULL
+      );
+    `,
+  },
 ];
