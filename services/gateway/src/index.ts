@@ -1,1 +1,4 @@
 export { startGateway, type GatewayDeps, type RunningGateway } from './service.js';
+export { throttleSettingsFromEnv, type ThrottleSettings } from './throttle/config.js';
+export { DEFAULT_PLAN_LIMITS, SENSITIVE_OPERATIONS, type PlanLimits, type Plan, type ThrottleClass } from './throttle/policy.js';
+export { purgeThrottleState } from './throttle/redis-store.js';

@@ -40,7 +40,8 @@ function hasBody(ctx: Context): boolean {
 }
 
 /** Streams the request to the upstream and the answer back; nothing is buffered at the edge. */
-export async function proxyTo(upstream: Upstream, ctx: Context, requestId: string): Promise<void> {
+/** `body`: the request body when the edge already had to read it (the token endpoint's form). */
+export async function proxyTo(upstream: Upstream, ctx: Context, requestId: string, body?: Buffer): Promise<void> {
   if (Number(ctx.get('content-length') || 0) > MAX_BODY_BYTES) throw new PayloadTooLarge(MAX_BODY_BYTES);
   let response: Dispatcher.ResponseData;
   try {
@@ -48,7 +49,7 @@ export async function proxyTo(upstream: Upstream, ctx: Context, requestId: strin
       method: ctx.method as Dispatcher.HttpMethod,
       path: ctx.url,
       headers: forwardedHeaders(ctx, requestId),
-      body: hasBody(ctx) ? ctx.req : null,
+      body: body ?? (hasBody(ctx) ? ctx.req : null),
     });
   } catch (error) {
     if (error instanceof undiciErrors.UndiciError || (error as NodeJS.ErrnoException)?.code) {

@@ -9,6 +9,7 @@ export interface RouteTarget {
 export interface Upstreams {
   oauth: Upstream;
   catalog: Upstream;
+  audit: Upstream;
 }
 
 /**
@@ -18,7 +19,12 @@ export interface Upstreams {
 export function routeTable(upstreams: Upstreams): Array<[prefix: string, target: RouteTarget]> {
   const table: Array<[string, RouteTarget]> = [
     ['/api/v1/products', { upstream: upstreams.catalog, requiresToken: true }],
+    ['/api/v1/audit', { upstream: upstreams.audit, requiresToken: true }],
+    ['/api/v1/api-keys', { upstream: upstreams.oauth, requiresToken: true }],
     ['/admin/v1/merchants', { upstream: upstreams.oauth, requiresToken: false }],
+    ['/api/v1/apps', { upstream: upstreams.oauth, requiresToken: true }],
+    ['/admin/v1/apps', { upstream: upstreams.oauth, requiresToken: false }],
+    ['/admin/v1/signing-keys', { upstream: upstreams.oauth, requiresToken: false }],
     ['/oauth', { upstream: upstreams.oauth, requiresToken: false }],
   ];
   return table.sort((a, b) => b[0].length - a[0].length);

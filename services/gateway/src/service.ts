@@ -2,6 +2,7 @@ import Koa from 'koa';
 import { openApiDocument } from '@merx/contracts';
 import {
   authenticate,
+  authOf,
   currentContext,
   healthRoutes,
   listen,
@@ -9,17 +10,23 @@ import {
   problemMiddleware,
   requestContextMiddleware,
   type Logger,
+  type ReadinessCheck,
   type RunningServer,
   type TokenVerifier,
 } from '@merx/kit';
 import { createUpstream, proxyTo, type Upstream } from './proxy.js';
 import { resolveRoute, routeTable } from './routes.js';
+import { createThrottle, type ThrottleDeps } from './throttle/limiter.js';
 
 export interface GatewayDeps {
   logger: Logger;
   verifier: TokenVerifier;
+  /** Extra /readyz checks beside the upstreams (the revocation list being loaded). */
+  readiness?: ReadinessCheck[];
+  /** Throttle classes; absent or `settings.enabled: false` serves without them. */
+  throttle?: Omit<ThrottleDeps, 'logger'>;
   publicUrl: string;
-  upstreams: { oauth: string; catalog: string };
+  upstreams: { oauth: string; catalog: string; audit: string };
   port: number;
   host?: string;
 }
@@ -43,16 +50,24 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
   const upstreams = {
     oauth: createUpstream('oauth', deps.upstreams.oauth),
     catalog: createUpstream('catalog', deps.upstreams.catalog),
+    audit: createUpstream('audit', deps.upstreams.audit),
   };
   const table = routeTable(upstreams);
   const document = servedDocument(deps.publicUrl);
   const verifyToken = authenticate(deps.verifier);
+  const throttle = deps.throttle?.settings.enabled ? await createThrottle({ ...deps.throttle, logger: deps.logger }) : undefined;
 
   const app = new Koa({ proxy: false });
   app.silent = true;
   app.use(requestContextMiddleware('gateway', { trustIncomingRequestId: false }));
   app.use(problemMiddleware(deps.logger));
-  app.use(healthRoutes(Object.values(upstreams).map((upstream) => ({ name: upstream.name, check: () => checkUpstream(upstream) }))));
+  app.use(
+    healthRoutes([
+      ...Object.values(upstreams).map((upstream) => ({ name: upstream.name, check: () => checkUpstream(upstream) })),
+      ...(deps.readiness ?? []),
+      ...(throttle ? [{ name: 'limiter', check: () => throttle.store.degradation() }] : []),
+    ]),
+  );
   app.use(async function routeRequest(ctx, next) {
     if (ctx.path === '/api/v1/openapi.json' && (ctx.method === 'GET' || ctx.method === 'HEAD')) {
       ctx.type = 'application/json';
@@ -62,8 +77,17 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
     const target = resolveRoute(table, ctx.path);
     if (!target) throw new NotFound('route');
     const requestId = currentContext()!.requestId;
-    if (target.requiresToken) await verifyToken(ctx, () => proxyTo(target.upstream, ctx, requestId));
-    else await proxyTo(target.upstream, ctx, requestId);
+    if (target.requiresToken) {
+      await verifyToken(ctx, async () => {
+        const auth = authOf(ctx);
+        await throttle?.merchantRequest(ctx, auth.merchantId, auth.plan);
+        await proxyTo(target.upstream, ctx, requestId);
+      });
+    } else if (throttle && ctx.method === 'POST' && (ctx.path === '/oauth/token' || ctx.path === '/oauth/token/')) {
+      await proxyTo(target.upstream, ctx, requestId, await throttle.tokenRequest(ctx));
+    } else {
+      await proxyTo(target.upstream, ctx, requestId);
+    }
     return next;
   });
 
@@ -72,6 +96,7 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
     ...server,
     async stop() {
       await server.close();
+      await throttle?.stop();
       await Promise.all(Object.values(upstreams).map((upstream) => upstream.pool.close()));
     },
   };

@@ -1,0 +1,70 @@
+import { z } from '@merx/kit';
+import { DEFAULT_PLAN_LIMITS, PLANS, THROTTLE_CLASSES, type Plan, type PlanLimits, type WindowLimit } from './policy.js';
+
+export interface ThrottleSettings {
+  /** MERX_THROTTLE=off turns every class off (benchmarks, emergencies); the default is on. */
+  enabled: boolean;
+  plans: Record<Plan, PlanLimits>;
+  /** For tokens without a `plan` claim (minted before the claim existed). */
+  defaultPlan: Plan;
+  /** The sensitive budget of `POST /oauth/token`, per client id. */
+  tokenEndpoint: WindowLimit;
+  /** Shared state for every replica; memory when absent (embedded mode). */
+  redisUrl?: string;
+  keyPrefix: string;
+  /** How many gateway replicas share a budget; sizes the local fallback while Redis is away. */
+  expectedReplicas: number;
+  /** Durable queue the replicas share for merchants.throttle_updated (one per deployment on a shared broker). */
+  overridesQueue: string;
+}
+
+const positive = z.number().positive().max(1e9);
+const bucket = z.object({ capacity: positive.int(), refill_per_second: positive }).strict();
+const window = z.object({ limit: positive.int(), window_seconds: positive.int() }).strict();
+const planPatch = z.object({ burst: bucket.partial(), sustained: window.partial(), writes: bucket.partial(), sensitive: window.partial() }).strict().partial();
+const plansPatch = z.partialRecord(z.enum(PLANS), planPatch);
+
+function jsonOf<T>(name: string, raw: string | undefined, schema: z.ZodType<T>): T | undefined {
+  if (raw === undefined || raw.trim() === '') return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    throw new Error(`${name} must be JSON`);
+  }
+  const result = schema.safeParse(parsed);
+  if (!result.success) throw new Error(`${name}: ${result.error.issues.map((issue) => `${issue.path.join('.')} ${issue.message}`).join('; ')}`);
+  return result.data;
+}
+
+export function mergePlans(patch: z.infer<typeof plansPatch> | undefined): Record<Plan, PlanLimits> {
+  const plans = structuredClone(DEFAULT_PLAN_LIMITS);
+  for (const plan of PLANS) {
+    for (const name of THROTTLE_CLASSES) Object.assign(plans[plan][name], patch?.[plan]?.[name] ?? {});
+  }
+  return plans;
+}
+
+/**
+ * MERX_THROTTLE=on|off, MERX_THROTTLE_PLANS (JSON, e.g. {"standard":{"burst":{"capacity":200}}}),
+ * MERX_THROTTLE_DEFAULT_PLAN, MERX_THROTTLE_TOKEN_ENDPOINT (JSON {"limit":10,"window_seconds":60}),
+ * MERX_THROTTLE_KEY_PREFIX, MERX_THROTTLE_REPLICAS, MERX_THROTTLE_QUEUE, REDIS_URL. Throws one message naming the bad variable.
+ */
+export function throttleSettingsFromEnv(env: Record<string, string | undefined> = process.env): ThrottleSettings {
+  const switchValue = (env.MERX_THROTTLE ?? 'on').toLowerCase();
+  if (switchValue !== 'on' && switchValue !== 'off') throw new Error('MERX_THROTTLE must be on or off');
+  const defaultPlan = env.MERX_THROTTLE_DEFAULT_PLAN ?? 'standard';
+  if (!(PLANS as readonly string[]).includes(defaultPlan)) throw new Error('MERX_THROTTLE_DEFAULT_PLAN must be sandbox, standard or scale');
+  const replicas = Number(env.MERX_THROTTLE_REPLICAS ?? 2);
+  if (!Number.isInteger(replicas) || replicas < 1) throw new Error('MERX_THROTTLE_REPLICAS must be a positive integer');
+  return {
+    enabled: switchValue === 'on',
+    plans: mergePlans(jsonOf('MERX_THROTTLE_PLANS', env.MERX_THROTTLE_PLANS, plansPatch)),
+    defaultPlan: defaultPlan as Plan,
+    tokenEndpoint: jsonOf('MERX_THROTTLE_TOKEN_ENDPOINT', env.MERX_THROTTLE_TOKEN_ENDPOINT, window) ?? { limit: 10, window_seconds: 60 },
+    ...(env.REDIS_URL ? { redisUrl: env.REDIS_URL } : {}),
+    keyPrefix: env.MERX_THROTTLE_KEY_PREFIX ?? 'merx:rl:',
+    expectedReplicas: replicas,
+    overridesQueue: env.MERX_THROTTLE_QUEUE ?? 'gateway.throttle_overrides',
+  };
+}
