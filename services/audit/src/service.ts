@@ -1,0 +1,62 @@
+import { mountRouter, startService, type Bus, type Consumer, type Db, type Logger, type RunningService, type TokenVerifier } from '@merx/kit';
+import { serialisePerKey } from './events/serialise.js';
+import { auditRoutes } from './routes/audit.js';
+import { purgeEntriesOlderThan } from './store/entries-store.js';
+import { AUDIT_SCHEMA, auditMigrations } from './store/migrations.js';
+import { auditLog } from './usecases/audit-log.js';
+
+export interface AuditDeps {
+  db: Db;
+  bus: Bus;
+  logger: Logger;
+  verifier: TokenVerifier;
+  port: number;
+  host?: string;
+  /** The durable queue this service consumes `merx.events` through; replicas share it. */
+  queue?: string;
+  /** Entries older than this are purged (after moving the checkpoint); undefined keeps them forever. */
+  retentionDays?: number;
+  prefetch?: number;
+}
+
+export interface RunningAudit extends RunningService {
+  consumer: Consumer;
+}
+
+export async function startAudit(deps: AuditDeps): Promise<RunningAudit> {
+  const log = auditLog(deps.db);
+  const { retentionDays } = deps;
+  const service = await startService({
+    name: 'audit',
+    schema: AUDIT_SCHEMA,
+    migrations: auditMigrations,
+    db: deps.db,
+    bus: deps.bus,
+    logger: deps.logger,
+    port: deps.port,
+    ...(deps.host ? { host: deps.host } : {}),
+    routes: (koa) => mountRouter(koa, auditRoutes(log, deps.verifier)),
+    maintenance: retentionDays
+      ? [{ name: 'audit retention', run: () => deps.db.transaction((tx) => purgeEntriesOlderThan(tx, new Date(Date.now() - retentionDays * 86_400_000))) }]
+      : [],
+  });
+  // Every event of every service, through one durable queue; the inbox makes redeliveries harmless.
+  // Order per merchant: one replica consumes at a time (the others stand by), and inside it a
+  // merchant's events are appended one after another in delivery order, while different
+  // merchants proceed in parallel.
+  const inMerchantOrder = serialisePerKey();
+  const consumer = await deps.bus.consume(
+    { queue: deps.queue ?? 'audit.events', bindings: ['#'], prefetch: deps.prefetch ?? 64, singleActiveConsumer: true },
+    async (event) => {
+      await inMerchantOrder(event.merchant_id, () => log.recordEvent(event));
+    },
+  );
+  return {
+    ...service,
+    consumer,
+    async stop() {
+      await consumer.close();
+      await service.stop();
+    },
+  };
+}

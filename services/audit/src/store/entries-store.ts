@@ -1,0 +1,138 @@
+import type { Actor, MerchantId, Queryable } from '@merx/kit';
+import { chainEntry, GENESIS_HASH, type AuditEntry, type UnchainedEntry } from '../domain/entry.js';
+import { AUDIT_SCHEMA } from './migrations.js';
+
+const ENTRIES = `${AUDIT_SCHEMA}.entries`;
+const HEADS = `${AUDIT_SCHEMA}.chain_heads`;
+const CHECKPOINTS = `${AUDIT_SCHEMA}.checkpoints`;
+
+interface EntryRow {
+  merchant_id: string;
+  id: string;
+  sequence: number | string;
+  occurred_at: Date;
+  actor: Actor;
+  action: string;
+  resource_type: string;
+  resource_id: string;
+  changes: AuditEntry['changes'];
+  request_id: string | null;
+  ip: string | null;
+  event_id: string;
+  prev_hash: string;
+  hash: string;
+}
+
+function toEntry(row: EntryRow): AuditEntry {
+  return {
+    id: row.id,
+    merchantId: row.merchant_id,
+    sequence: Number(row.sequence),
+    occurredAt: row.occurred_at.toISOString(),
+    actor: row.actor,
+    action: row.action,
+    resource: { type: row.resource_type, id: row.resource_id },
+    changes: row.changes,
+    requestId: row.request_id,
+    ip: row.ip,
+    eventId: row.event_id,
+    prevHash: row.prev_hash,
+    hash: row.hash,
+  };
+}
+
+/**
+ * Appends to the merchant's chain. The head row is locked for the rest of the transaction, so
+ * replicas appending for the same merchant take turns and the chain never forks.
+ */
+export async function appendEntryForMerchant(tx: Queryable, merchantId: MerchantId, unchained: UnchainedEntry): Promise<AuditEntry> {
+  await tx.query(`INSERT INTO ${HEADS} (merchant_id, sequence, hash) VALUES ($1, 0, $2) ON CONFLICT (merchant_id) DO NOTHING`, [merchantId, GENESIS_HASH]);
+  const { rows } = await tx.query<{ sequence: number | string; hash: string }>(`SELECT sequence, hash FROM ${HEADS} WHERE merchant_id = $1 FOR UPDATE`, [merchantId]);
+  const head = rows[0]!;
+  const entry = chainEntry(unchained, { sequence: Number(head.sequence), hash: head.hash });
+  await tx.query(
+    `INSERT INTO ${ENTRIES} (merchant_id, id, sequence, occurred_at, actor, action, resource_type, resource_id, changes, request_id, ip, event_id, prev_hash, hash)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
+    [merchantId, entry.id, entry.sequence, entry.occurredAt, JSON.stringify(entry.actor), entry.action, entry.resource.type, entry.resource.id, JSON.stringify(entry.changes), entry.requestId, entry.ip, entry.eventId, entry.prevHash, entry.hash],
+  );
+  await tx.query(`UPDATE ${HEADS} SET sequence = $2, hash = $3 WHERE merchant_id = $1`, [merchantId, entry.sequence, entry.hash]);
+  return entry;
+}
+
+export async function findEntryForMerchant(db: Queryable, merchantId: MerchantId, id: string): Promise<AuditEntry | undefined> {
+  const { rows } = await db.query<EntryRow>(`SELECT * FROM ${ENTRIES} WHERE merchant_id = $1 AND id = $2`, [merchantId, id]);
+  return rows[0] ? toEntry(rows[0]) : undefined;
+}
+
+export interface EntryFilters {
+  resourceId?: string;
+  resourceType?: string;
+  action?: string;
+  actorId?: string;
+  since?: Date;
+  until?: Date;
+}
+
+/** Newest first (by position in the chain); `after` is the id of the last entry of the previous page. */
+export async function listEntriesForMerchant(db: Queryable, merchantId: MerchantId, page: { limit: number; after?: string | undefined }, filters: EntryFilters): Promise<AuditEntry[]> {
+  const conditions = ['merchant_id = $1'];
+  const params: unknown[] = [merchantId];
+  const add = (sql: string, value: unknown) => {
+    params.push(value);
+    conditions.push(sql.replaceAll('?', `$${params.length}`));
+  };
+  if (page.after) add(`sequence < (SELECT sequence FROM ${ENTRIES} WHERE merchant_id = $1 AND id = ?)`, page.after);
+  if (filters.resourceId) add('resource_id = ?', filters.resourceId);
+  if (filters.resourceType) add('resource_type = ?', filters.resourceType);
+  if (filters.action) add('action = ?', filters.action);
+  if (filters.actorId) add(`actor->>'id' = ?`, filters.actorId);
+  if (filters.since) add('occurred_at >= ?', filters.since);
+  if (filters.until) add('occurred_at < ?', filters.until);
+  params.push(page.limit + 1);
+  const { rows } = await db.query<EntryRow>(`SELECT * FROM ${ENTRIES} WHERE ${conditions.join(' AND ')} ORDER BY sequence DESC LIMIT $${params.length}`, params);
+  return rows.map(toEntry);
+}
+
+/** Entries in chain order from a sequence on, a batch at a time, so verifying a long chain stays in bounded memory. */
+export async function entriesInChainOrderForMerchant(db: Queryable, merchantId: MerchantId, fromSequence: number, limit: number): Promise<AuditEntry[]> {
+  const { rows } = await db.query<EntryRow>(`SELECT * FROM ${ENTRIES} WHERE merchant_id = $1 AND sequence >= $2 ORDER BY sequence LIMIT $3`, [merchantId, fromSequence, limit]);
+  return rows.map(toEntry);
+}
+
+export async function entryAtSequenceForMerchant(db: Queryable, merchantId: MerchantId, sequence: number): Promise<AuditEntry | undefined> {
+  const { rows } = await db.query<EntryRow>(`SELECT * FROM ${ENTRIES} WHERE merchant_id = $1 AND sequence = $2`, [merchantId, sequence]);
+  return rows[0] ? toEntry(rows[0]) : undefined;
+}
+
+export async function chainHeadForMerchant(db: Queryable, merchantId: MerchantId): Promise<{ sequence: number; hash: string }> {
+  const { rows } = await db.query<{ sequence: number | string; hash: string }>(`SELECT sequence, hash FROM ${HEADS} WHERE merchant_id = $1`, [merchantId]);
+  return rows[0] ? { sequence: Number(rows[0].sequence), hash: rows[0].hash } : { sequence: 0, hash: GENESIS_HASH };
+}
+
+export async function checkpointForMerchant(db: Queryable, merchantId: MerchantId): Promise<{ sequence: number; hash: string }> {
+  const { rows } = await db.query<{ sequence: number | string; hash: string }>(`SELECT sequence, hash FROM ${CHECKPOINTS} WHERE merchant_id = $1`, [merchantId]);
+  return rows[0] ? { sequence: Number(rows[0].sequence), hash: rows[0].hash } : { sequence: 0, hash: GENESIS_HASH };
+}
+
+/**
+ * Retention: removes entries older than the cutoff, merchant by merchant, and moves each
+ * merchant's checkpoint to the last removed entry so the remaining chain still verifies.
+ */
+export async function purgeEntriesOlderThan(tx: Queryable, cutoff: Date): Promise<number> {
+  await tx.query(`SELECT set_config('merx.audit_retention', 'on', true)`);
+  const { rows } = await tx.query<{ merchant_id: string; sequence: number | string; hash: string }>(
+    `SELECT DISTINCT ON (merchant_id) merchant_id, sequence, hash FROM ${ENTRIES} WHERE occurred_at < $1 ORDER BY merchant_id, sequence DESC`,
+    [cutoff],
+  );
+  let removed = 0;
+  for (const row of rows) {
+    await tx.query(
+      `INSERT INTO ${CHECKPOINTS} (merchant_id, sequence, hash) VALUES ($1, $2, $3)
+       ON CONFLICT (merchant_id) DO UPDATE SET sequence = EXCLUDED.sequence, hash = EXCLUDED.hash, created_at = now()`,
+      [row.merchant_id, row.sequence, row.hash],
+    );
+    const result = await tx.query(`DELETE FROM ${ENTRIES} WHERE merchant_id = $1 AND sequence <= $2`, [row.merchant_id, row.sequence]);
+    removed += result.rowCount;
+  }
+  return removed;
+}
