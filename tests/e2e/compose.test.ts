@@ -24,7 +24,7 @@ const COMMON_ENV = ['NODE_ENV', 'LOG_LEVEL', 'PORT', 'MERX_PUBLIC_URL', 'MERX_JW
 const BACKEND_ENV = ['DATABASE_URL', 'AMQP_URL'];
 /** What each service's configuration schema requires. A service not listed owns a schema and uses the bus. */
 const ENV_BY_SERVICE: Record<string, string[]> = {
-  gateway: [...COMMON_ENV, 'MERX_OAUTH_URL', 'MERX_CATALOG_URL', 'REDIS_URL'],
+  gateway: [...COMMON_ENV, 'MERX_OAUTH_URL', 'MERX_CATALOG_URL', 'REDIS_URL', 'AMQP_URL'],
   oauth: [...COMMON_ENV, ...BACKEND_ENV, 'MERX_OPERATOR_TOKEN', 'MERX_COOKIE_SECRET'],
   catalog: [...COMMON_ENV, ...BACKEND_ENV],
 };

@@ -1,4 +1,4 @@
-import { mountRouter, startService, type Bus, type Db, type Logger, type RunningService, type TokenVerifier } from '@merx/kit';
+import { mountRouter, startService, type Bus, type Db, type Logger, type ReadinessCheck, type RunningService, type TokenVerifier } from '@merx/kit';
 import { productRoutes } from './routes/products.js';
 import { CATALOG_SCHEMA, catalogMigrations } from './store/migrations.js';
 import { productUseCases } from './usecases/products.js';
@@ -8,6 +8,8 @@ export interface CatalogDeps {
   bus: Bus;
   logger: Logger;
   verifier: TokenVerifier;
+  /** Extra /readyz checks (the revocation list being loaded). */
+  readiness?: ReadinessCheck[];
   port: number;
   host?: string;
 }

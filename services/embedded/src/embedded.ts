@@ -1,10 +1,23 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { startAudit, type RunningAudit } from '@merx/audit';
 import { startCatalog, type RunningCatalog } from '@merx/catalog';
-import { startGateway, type RunningGateway } from '@merx/gateway';
-import { API_AUDIENCE, createJwksTokenVerifier, createPgliteDb, freePort, issuerOf, MemoryBus, openPglite, type Db, type Logger } from '@merx/kit';
-import { provisionMerchant, startOauth, type RunningOauth } from '@merx/oauth';
+import { startGateway, throttleSettingsFromEnv, type RunningGateway, type ThrottleSettings } from '@merx/gateway';
+import {
+  API_AUDIENCE,
+  createJwksTokenVerifier,
+  createPgliteDb,
+  freePort,
+  issuerOf,
+  MemoryBus,
+  openPglite,
+  RevocationList,
+  startRevocationFeed,
+  type Db,
+  type Logger,
+} from '@merx/kit';
+import { provisionMerchant, revocationsFromStore, startOauth, type RunningOauth } from '@merx/oauth';
 
 export interface EmbeddedOptions {
   /** Where PGlite keeps its data and dev.json is written; undefined keeps everything in memory (tests). */
@@ -14,6 +27,8 @@ export interface EmbeddedOptions {
   logger: Logger;
   publicUrl?: string;
   accessTokenTtlSeconds?: number;
+  /** Throttle classes (plans, MERX_THROTTLE=off); the defaults when absent. Always in memory here: one gateway. */
+  throttle?: ThrottleSettings;
 }
 
 export interface DevCredentials {
@@ -21,6 +36,9 @@ export interface DevCredentials {
   merchant_id: string;
   api_key: string;
   operator_token: string;
+  /** The sandbox merchant's owner: signs in on the app consent pages. */
+  owner_email: string;
+  owner_password: string;
 }
 
 export interface RunningEmbedded {
@@ -33,6 +51,7 @@ export interface RunningEmbedded {
   gateway: RunningGateway;
   oauth: RunningOauth;
   catalog: RunningCatalog;
+  audit: RunningAudit;
   stop(): Promise<void>;
 }
 
@@ -66,6 +85,11 @@ async function loadOrCreateSecrets(dataDir: string | undefined): Promise<Embedde
   return fresh;
 }
 
+function inMemory(settings: ThrottleSettings): ThrottleSettings {
+  const { redisUrl: _shared, ...local } = settings;
+  return local;
+}
+
 /** Every service in one process on PGlite and the in-process bus: the same code as the distributed mode. */
 export async function startEmbedded(options: EmbeddedOptions): Promise<RunningEmbedded> {
   const { logger } = options;
@@ -78,34 +102,52 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<RunningEm
   const db = createPgliteDb(pglite);
   const bus = new MemoryBus(logger.child({ component: 'bus' }));
 
+  // One list for every service of the process: fed by the in-process bus, loaded from the oauth tables.
+  const accessTokenTtlSeconds = options.accessTokenTtlSeconds ?? 900;
+  const revocations = new RevocationList({ maxTokenLifetimeSeconds: accessTokenTtlSeconds });
+  let oauthUrl: string | undefined;
+  const verifier = () =>
+    createJwksTokenVerifier({ jwksUrl: () => `${oauthUrl!}/oauth/jwks`, issuer: issuerOf(baseUrl), audience: API_AUDIENCE, revocations });
   const oauth = await startOauth({
     db,
     bus,
+    verifier: verifier(),
     logger: logger.child({ service: 'oauth' }),
     issuer: issuerOf(baseUrl),
     audience: API_AUDIENCE,
-    accessTokenTtlSeconds: options.accessTokenTtlSeconds ?? 900,
+    accessTokenTtlSeconds,
     operatorToken: secrets.operator_token,
     cookieSecret: secrets.cookie_secret,
     port: 0,
   });
-  const verifier = () => createJwksTokenVerifier({ jwksUrl: `${oauth.url}/oauth/jwks`, issuer: issuerOf(baseUrl), audience: API_AUDIENCE });
+  oauthUrl = oauth.url;
+  const revocationFeed = await startRevocationFeed({ list: revocations, bus, service: 'embedded', logger, load: revocationsFromStore(db, accessTokenTtlSeconds) });
+  await revocationFeed.bootstrapped;
   const catalog = await startCatalog({ db, bus, logger: logger.child({ service: 'catalog' }), verifier: verifier(), port: 0 });
+  const audit = await startAudit({ db, bus, logger: logger.child({ service: 'audit' }), verifier: verifier(), port: 0 });
   const gateway = await startGateway({
     logger: logger.child({ service: 'gateway' }),
     verifier: verifier(),
     publicUrl: baseUrl,
-    upstreams: { oauth: oauth.url, catalog: catalog.url },
+    upstreams: { oauth: oauth.url, catalog: catalog.url, audit: audit.url },
     port,
     host: '0.0.0.0',
+    throttle: { settings: inMemory(options.throttle ?? throttleSettingsFromEnv({})), bus },
   });
 
   const devFile = options.dataDir ? path.join(options.dataDir, 'dev.json') : undefined;
   let credentials = devFile ? await readJson<DevCredentials>(devFile) : undefined;
   const firstStart = credentials === undefined;
   if (!credentials) {
-    const provisioned = await provisionMerchant(oauth.outbox, { name: 'Sandbox merchant', mode: 'sandbox' });
-    credentials = { base_url: baseUrl, merchant_id: provisioned.merchant.id, api_key: provisioned.api_key.secret!, operator_token: secrets.operator_token };
+    const provisioned = await provisionMerchant(oauth.outbox, { name: 'Sandbox merchant', mode: 'sandbox', owner: { email: 'owner@sandbox.merx.localhost' } });
+    credentials = {
+      base_url: baseUrl,
+      merchant_id: provisioned.merchant.id,
+      api_key: provisioned.api_key.secret!,
+      operator_token: secrets.operator_token,
+      owner_email: provisioned.owner.email,
+      owner_password: provisioned.owner.password!,
+    };
     if (devFile) await writeFile(devFile, `${JSON.stringify(credentials, null, 2)}\n`, { mode: 0o600 });
   } else if (credentials.base_url !== baseUrl) {
     credentials = { ...credentials, base_url: baseUrl };
@@ -121,10 +163,13 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<RunningEm
     gateway,
     oauth,
     catalog,
+    audit,
     async stop() {
       await gateway.stop();
       await catalog.stop();
+      await audit.stop();
       await oauth.stop();
+      await revocationFeed.stop();
       await bus.close();
       await pglite.close();
     },

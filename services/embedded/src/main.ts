@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { configFields, createLogger, exitOnConfigError, loadConfig, stopOnSignals, z } from '@merx/kit';
+import { throttleSettingsFromEnv } from '@merx/gateway';
 import { startEmbedded } from './embedded.js';
 
 const embeddedConfig = z.object({
@@ -24,6 +25,7 @@ const merx = await startEmbedded({
   logger,
   publicUrl: config.MERX_PUBLIC_URL,
   accessTokenTtlSeconds: config.MERX_ACCESS_TOKEN_TTL,
+  throttle: throttleSettingsFromEnv(process.env),
 });
 const { credentials } = merx;
 process.stdout.write(
