@@ -4,7 +4,7 @@ import { createWriteStream, existsSync, mkdtempSync, readFileSync, readdirSync, 
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { AMQP_URL, createTestDatabase, freePort, repoRoot, tail } from '../src/harness/distributed.js';
+import { AMQP_URL, createTestDatabase, deleteQueues, freePort, repoRoot, tail } from '../src/harness/distributed.js';
 
 const benchDir = path.dirname(fileURLToPath(import.meta.url));
 
@@ -103,13 +103,14 @@ export async function startHelloServer(): Promise<BenchProcess> {
 }
 
 /** `npm start` as a newcomer runs it: one process, PGlite in a fresh data folder, the in-process bus. */
-export async function startEmbeddedMode(): Promise<RunningMode> {
+export async function startEmbeddedMode(extraEnv: Record<string, string> = {}): Promise<RunningMode> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'merx-bench-data-'));
   const port = await freePort();
   const { child, exited, logFile, stop: stopProcess } = spawnNode('embedded', path.join(repoRoot, 'services/embedded/dist/src/main.js'), {
     MERX_DATA_DIR: dataDir,
     PORT: String(port),
     LOG_LEVEL: 'warn',
+    ...extraEnv,
   });
   const stop = async () => {
     await stopProcess();
@@ -156,9 +157,11 @@ async function startService(name: string, env: Record<string, string>, port: num
 }
 
 /** Every service its own process on PostgreSQL and RabbitMQ, as the harness starts them, with production pool sizes. */
-export async function startDistributedMode(): Promise<RunningMode & { catalogUrl: string }> {
+/** `gatewayEnv`: extra settings for the gateway (the limiter scenarios switch throttling on and off). */
+export async function startDistributedMode(gatewayEnv: Record<string, string> = {}): Promise<RunningMode & { catalogUrl: string; databaseUrl: string }> {
   const database = await createTestDatabase('merx_bench');
-  const [gatewayPort, oauthPort, catalogPort] = [await freePort(), await freePort(), await freePort()];
+  const [gatewayPort, oauthPort, catalogPort, auditPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
+  const auditQueue = `audit.events.${database.name}`;
   const publicUrl = `http://localhost:${gatewayPort}`;
   const operatorToken = randomBytes(32).toString('base64url');
   const jwksUrl = `http://127.0.0.1:${oauthPort}/oauth/jwks`;
@@ -170,7 +173,8 @@ export async function startDistributedMode(): Promise<RunningMode & { catalogUrl
   if (process.env.BENCH_DB_POOL_SIZE) common.MERX_DB_POOL_SIZE = process.env.BENCH_DB_POOL_SIZE;
   const plan: Array<[string, number, Record<string, string>]> = [
     ['oauth', oauthPort, { ...common, MERX_OPERATOR_TOKEN: operatorToken, MERX_COOKIE_SECRET: randomBytes(32).toString('base64url') }],
-    ['catalog', catalogPort, common],
+    ['catalog', catalogPort, { ...common, MERX_OAUTH_URL: `http://127.0.0.1:${oauthPort}` }],
+    ['audit', auditPort, { ...common, MERX_OAUTH_URL: `http://127.0.0.1:${oauthPort}`, MERX_AUDIT_QUEUE: auditQueue }],
     [
       'gateway',
       gatewayPort,
@@ -179,13 +183,16 @@ export async function startDistributedMode(): Promise<RunningMode & { catalogUrl
         MERX_JWKS_URL: jwksUrl,
         MERX_OAUTH_URL: `http://127.0.0.1:${oauthPort}`,
         MERX_CATALOG_URL: `http://127.0.0.1:${catalogPort}`,
+        MERX_AUDIT_URL: `http://127.0.0.1:${auditPort}`,
         LOG_LEVEL: 'warn',
+        ...gatewayEnv,
       },
     ],
   ];
   const started: ServiceProcess[] = [];
   const stop = async () => {
     await Promise.all(started.map((service) => service.stop()));
+    await deleteQueues([auditQueue, `${auditQueue}.poison`]).catch(() => undefined);
     await database.drop();
   };
   try {
@@ -199,6 +206,7 @@ export async function startDistributedMode(): Promise<RunningMode & { catalogUrl
     publicUrl,
     operatorToken,
     catalogUrl: `http://127.0.0.1:${catalogPort}`,
+    databaseUrl: database.url,
     processes: Object.fromEntries(started.map((service) => [service.name, service.pid])),
     logs: Object.fromEntries(started.map((service) => [service.name, service.logFile])),
     stop,

@@ -7,13 +7,15 @@ import { repoRoot, tail } from '../src/harness/distributed.js';
 import type { Stack } from '../src/harness/stack.js';
 import { createProductRequest, getRequest, measure, type LoadSettings, type Measurement, type Scenario } from './load.js';
 import { listeningPorts, startDistributedMode, startEmbeddedMode, startHelloServer, type RunningMode } from './processes.js';
+import { measureAuditLag } from './audit-lag.js';
+import { benchLimiter } from './limiter.js';
 import { summariseProfiles } from './profile.js';
 import { renderReport, SCENARIOS, type Skipped } from './report.js';
 
 /**
  * `npm run bench`: the bare Node ceiling, then the embedded and the distributed mode, each server
  * in its own process and autocannon in this one. Knobs: BENCH_DURATION, BENCH_WARMUP (seconds),
- * BENCH_CONNECTIONS, BENCH_MODES (embedded,distributed), BENCH_SCENARIOS (hello,post,get,direct),
+ * BENCH_CONNECTIONS, BENCH_MODES (embedded,distributed), BENCH_SCENARIOS (hello,post,get,direct,limiter),
  * BENCH_CPU_PROF (folder for --cpu-prof; profile one scenario at a time to tell them apart),
  * BENCH_DB_POOL_SIZE (the distributed services' PostgreSQL pool; their default otherwise),
  * BENCH_PG_HOST (a socket folder such as /var/run/postgresql: PostgreSQL over a Unix socket).
@@ -34,7 +36,7 @@ const modes = list('BENCH_MODES', 'embedded,distributed').map((mode) => {
   if (mode !== 'embedded' && mode !== 'distributed') throw new Error(`BENCH_MODES lists ${mode}; embedded and distributed exist`);
   return mode;
 });
-const scenarios = new Set(list('BENCH_SCENARIOS', 'hello,post,get,direct'));
+const scenarios = new Set(list('BENCH_SCENARIOS', 'hello,post,get,direct,limiter'));
 const profileDir = process.env.BENCH_CPU_PROF ? path.resolve(process.env.BENCH_CPU_PROF) : undefined;
 
 const cleanups: Array<() => Promise<void>> = [];
@@ -62,6 +64,8 @@ async function started<T extends RunningMode>(start: Promise<T>): Promise<T> {
 }
 
 const progress = (text: string) => process.stderr.write(`${text}\n`);
+/** Lines the report adds under Notes (the audit service's pace). */
+const auditNotes: string[] = [];
 
 function isAlive(pid: number): boolean {
   try {
@@ -112,14 +116,27 @@ async function findEmbeddedCatalog(mode: RunningMode, productPath: string, token
 
 async function benchMode(name: 'embedded' | 'distributed', results: Measurement[], skipped: Skipped[]): Promise<void> {
   progress(`${name} mode: starting`);
-  const mode = await started<RunningMode & { catalogUrl?: string }>(name === 'embedded' ? startEmbeddedMode() : startDistributedMode());
+  const mode = await started<RunningMode & { catalogUrl?: string; databaseUrl?: string }>(name === 'embedded' ? startEmbeddedMode() : startDistributedMode());
   try {
     // embedded: the sandbox key `npm start` wrote to dev.json; distributed: a merchant made through the operator API
     const token = mode.apiKey ? await issueToken(stackOf(mode), mode.apiKey) : (await createMerchant(stackOf(mode))).token;
     const productPath = `/api/v1/products/${await createProduct(mode, token)}`;
     const catalogUrl = name === 'embedded' ? await findEmbeddedCatalog(mode, productPath, token) : mode.catalogUrl;
     const base = { mode: name, processes: mode.processes };
-    if (scenarios.has('post')) await measured({ ...base, name: SCENARIOS.post, url: mode.gatewayUrl, expectStatus: 201, request: createProductRequest('/api/v1/products', token) }, results, mode.logs);
+    if (scenarios.has('post')) {
+      await measured({ ...base, name: SCENARIOS.post, url: mode.gatewayUrl, expectStatus: 201, request: createProductRequest('/api/v1/products', token) }, results, mode.logs);
+      if (mode.databaseUrl) {
+        const lag = await measureAuditLag(mode.databaseUrl, new Date());
+        const post = results[results.length - 1]!;
+        const keepsUp = lag.entriesPerSecond >= post.requestsPerSecond * 0.95 && lag.lagP99Ms < 1_000;
+        auditNotes.push(
+          `Audit under the ${name} POST load (${Math.round(post.requestsPerSecond)} products/s): ${lag.entries} entries at ${Math.round(lag.entriesPerSecond)} entries/s, ` +
+            `lag behind the event p50 ${Math.round(lag.lagP50Ms)} ms, p99 ${Math.round(lag.lagP99Ms)} ms, caught up ${Math.round(lag.catchUpMs)} ms after the load ended ` +
+            `(target: keeps up, lag p99 < 1 s: ${keepsUp ? 'met' : 'not met'}).`,
+        );
+        progress(`    ${auditNotes[auditNotes.length - 1]}`);
+      }
+    }
     if (scenarios.has('get')) await measured({ ...base, name: SCENARIOS.getGateway, url: mode.gatewayUrl, expectStatus: 200, request: getRequest(productPath, token) }, results, mode.logs);
     if (scenarios.has('direct') && catalogUrl) {
       await measured({ ...base, name: SCENARIOS.getDirect, url: catalogUrl, expectStatus: 200, request: getRequest(productPath, token) }, results, mode.logs);
@@ -159,7 +176,12 @@ async function main(): Promise<void> {
     await cleanups.pop()!();
   }
 
-  for (const name of modes) await benchMode(name, results, skipped);
+  const runsMode = ['post', 'get', 'direct'].some((scenario) => scenarios.has(scenario));
+  for (const name of modes) {
+    if (runsMode) await benchMode(name, results, skipped);
+    if (scenarios.has('limiter')) notes.push(await benchLimiter(name, results, { started, measured, progress }));
+  }
+  notes.push(...auditNotes);
 
   const knobs = ['BENCH_DURATION', 'BENCH_WARMUP', 'BENCH_CONNECTIONS', 'BENCH_MODES', 'BENCH_SCENARIOS', 'BENCH_CPU_PROF', 'BENCH_DB_POOL_SIZE', 'BENCH_PG_HOST'];
   const command = [...knobs.filter((knob) => process.env[knob]).map((knob) => `${knob}=${process.env[knob]}`), 'npm run bench'].join(' ');

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { createRemoteJWKSet, jwtVerify } from 'jose';
-import { call, createMerchant, sharedStack, type Stack } from '../src/harness/index.js';
+import { call, createMerchant, sharedStack, uniqueOwnerEmail, type Stack } from '../src/harness/index.js';
 
 async function token(stack: Stack, form: Record<string, string>, basic?: [string, string]) {
   const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded' };
@@ -49,15 +49,17 @@ describe('OAuth client credentials and operator provisioning', () => {
   });
 
   it('provisions a merchant only for the operator, validating the request', async () => {
-    const body = { name: 'Acme', mode: 'sandbox', default_currency: 'EUR', timezone: 'Europe/Berlin' };
+    const body = { name: 'Acme', mode: 'sandbox', default_currency: 'EUR', timezone: 'Europe/Berlin', owner: { email: uniqueOwnerEmail() } };
     const anonymous = await call(stack, 'POST', '/admin/v1/merchants', { body });
     assert.equal(anonymous.status, 401);
     const wrong = await call(stack, 'POST', '/admin/v1/merchants', { body, headers: { authorization: 'Bearer not-the-operator' } });
     assert.equal(wrong.status, 401);
     const operator = { authorization: `Bearer ${stack.operatorToken}` };
-    const invalid = await call(stack, 'POST', '/admin/v1/merchants', { headers: operator, body: { name: '', mode: 'staging', default_currency: 'EURO', timezone: 'Mars/Olympus' } });
+    const invalid = await call(stack, 'POST', '/admin/v1/merchants', { headers: operator, body: { name: '', mode: 'staging', default_currency: 'EURO', timezone: 'Mars/Olympus', owner: { email: 'not-an-email', password: 'short' } } });
     assert.equal(invalid.status, 422);
-    assert.deepEqual(invalid.body.errors.map((e: { field: string }) => e.field).sort(), ['default_currency', 'mode', 'name', 'timezone']);
+    assert.deepEqual(invalid.body.errors.map((e: { field: string }) => e.field).sort(), ['default_currency', 'mode', 'name', 'owner.email', 'owner.password', 'timezone']);
+    const ownerless = await call(stack, 'POST', '/admin/v1/merchants', { headers: operator, body: { name: 'No owner' } });
+    assert.deepEqual(ownerless.body.errors.map((e: { field: string }) => e.field), ['owner']);
     assert.equal((await call(stack, 'POST', '/admin/v1/merchants', { headers: operator, rawBody: '{"name":' })).status, 400);
     assert.equal((await call(stack, 'POST', '/admin/v1/merchants', { headers: operator, rawBody: 'name=x', contentType: 'text/plain' })).status, 415);
 
@@ -67,15 +69,22 @@ describe('OAuth client credentials and operator provisioning', () => {
     assert.equal(created.body.merchant.default_currency, 'EUR');
     assert.match(created.body.api_key.secret, /^mx_test_[0-9A-Za-z]{16}_[0-9A-Za-z]{32}$/);
     assert.ok(created.body.api_key.secret.startsWith(created.body.api_key.prefix));
+    assert.match(created.body.owner.id, /^usr_/);
+    assert.equal(created.body.owner.email, body.owner.email);
+    assert.match(created.body.owner.password, /^[0-9A-Za-z]{24}$/, 'a generated password is returned once');
+    const sameEmail = await call(stack, 'POST', '/admin/v1/merchants', { headers: operator, body: { name: 'Copycat', owner: { email: body.owner.email.toUpperCase(), password: 'a long enough password' } } });
+    assert.equal(sameEmail.status, 409, 'owner emails are unique across Merx, case-insensitively');
     const event = await stack.events.waitFor((e) => e.topic === 'merchants.created' && e.merchant_id === created.body.merchant.id);
     assert.deepEqual(event.data.object, created.body.merchant);
+    assert.ok(!JSON.stringify(event).includes(created.body.owner.password), 'the password never travels in an event');
     assert.deepEqual(event.context?.actor, { type: 'operator', id: 'operator' });
     const keyEvent = await stack.events.waitFor((e) => e.topic === 'api_keys.created' && e.merchant_id === created.body.merchant.id);
     assert.ok(!JSON.stringify(keyEvent).includes(created.body.api_key.secret), 'the key itself never travels in an event');
   });
 
   it('gives live merchants live keys', async () => {
-    const created = await call(stack, 'POST', '/admin/v1/merchants', { headers: { authorization: `Bearer ${stack.operatorToken}` }, body: { name: 'Live shop', mode: 'live' } });
+    const created = await call(stack, 'POST', '/admin/v1/merchants', { headers: { authorization: `Bearer ${stack.operatorToken}` }, body: { name: 'Live shop', mode: 'live', owner: { email: uniqueOwnerEmail(), password: 'correct horse battery staple' } } });
+    assert.equal(created.body.owner.password, undefined, 'a password the operator chose is never echoed');
     assert.equal(created.body.merchant.plan, 'standard');
     assert.match(created.body.api_key.secret, /^mx_live_/);
   });

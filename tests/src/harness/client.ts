@@ -38,7 +38,44 @@ export async function call<Body = any>(stack: Stack, method: string, path: strin
     const problems = validator.validateResponse({ method, path, status: response.status, contentType, body: parsed, headers: response.headers });
     assert.deepEqual(problems, [], `${method} ${path} → ${response.status} does not match the OpenAPI document:\n${problems.join('\n')}\n${text.slice(0, 500)}`);
   }
+  recordStateChange(method, path, response.status, response.headers, options.token, parsed);
   return { status: response.status, headers: response.headers, body: parsed as Body, text };
+}
+
+export interface StateChangingCall {
+  method: string;
+  path: string;
+  status: number;
+  requestId: string;
+  /** The tenant the call acted for: from the bearer token, or the merchant an operator created. */
+  merchantId: string | undefined;
+}
+
+/** Every successful write the suite made, so the audit completeness test can look each one up. */
+export const stateChangingCalls: StateChangingCall[] = [];
+
+/** The first API key of every merchant the suite provisioned, to read its audit log at the end. */
+const merchantKeys = new Map<string, string>();
+export const apiKeyOfMerchant = (merchantId: string): string | undefined => merchantKeys.get(merchantId);
+
+function merchantOfToken(token: string | undefined): string | undefined {
+  const payload = token?.split('.')[1];
+  if (!payload) return undefined;
+  try {
+    return (JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as { merchant_id?: string }).merchant_id;
+  } catch {
+    return undefined;
+  }
+}
+
+function recordStateChange(method: string, path: string, status: number, headers: Headers, token: string | undefined, body: unknown): void {
+  if (!['POST', 'PUT', 'PATCH', 'DELETE'].includes(method) || status < 200 || status >= 300) return;
+  if (!path.startsWith('/api/v1/') && !path.startsWith('/admin/v1/')) return;
+  const provisioned = body as { merchant?: { id?: string }; api_key?: { secret?: string } } | undefined;
+  const created = provisioned?.merchant?.id;
+  if (created && provisioned?.api_key?.secret) merchantKeys.set(created, provisioned.api_key.secret);
+  const named = /\/admin\/v1\/merchants\/(mch_[0-9a-z]{26})/.exec(path)?.[1];
+  stateChangingCalls.push({ method, path, status, requestId: headers.get('x-request-id') ?? '', merchantId: merchantOfToken(token) ?? created ?? named });
 }
 
 export interface TestMerchant {
@@ -46,6 +83,9 @@ export interface TestMerchant {
   apiKey: string;
   clientId: string;
   token: string;
+  /** The owner user, who signs in on the app consent pages. */
+  ownerEmail: string;
+  ownerPassword: string;
 }
 
 export async function issueToken(stack: Stack, apiKey: string, scope?: string): Promise<string> {
@@ -62,16 +102,23 @@ export async function issueToken(stack: Stack, apiKey: string, scope?: string): 
   return body.access_token!;
 }
 
+/** Owner emails are unique across Merx, so every test merchant gets a fresh one. */
+export function uniqueOwnerEmail(): string {
+  return `owner-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}@example.com`;
+}
+
 /** Each test makes its own merchant through the operator API, then a token with all of its key's scopes. */
 export async function createMerchant(stack: Stack, overrides: Record<string, unknown> = {}): Promise<TestMerchant> {
   const response = await call(stack, 'POST', '/admin/v1/merchants', {
     headers: { authorization: `Bearer ${stack.operatorToken}` },
-    body: { name: `Test merchant ${Math.random().toString(36).slice(2, 8)}`, ...overrides },
+    body: { name: `Test merchant ${Math.random().toString(36).slice(2, 8)}`, owner: { email: uniqueOwnerEmail() }, ...overrides },
   });
   assert.equal(response.status, 201, response.text);
   const apiKey = response.body.api_key.secret as string;
   return {
     merchantId: response.body.merchant.id,
+    ownerEmail: response.body.owner.email,
+    ownerPassword: response.body.owner.password ?? (overrides.owner as { password?: string } | undefined)?.password,
     apiKey,
     clientId: response.body.api_key.prefix,
     token: await issueToken(stack, apiKey),

@@ -4,6 +4,7 @@ import { createWriteStream, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import amqp from 'amqplib';
 import pg from 'pg';
 
 export const POSTGRES_ADMIN_URL = process.env.MERX_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -95,4 +96,16 @@ export async function startServiceProcess(name: string, env: Record<string, stri
       clearTimeout(timer);
     },
   };
+}
+
+/** Durable queues outlive the processes that declared them; a test stack removes its own. */
+export async function deleteQueues(queues: string[]): Promise<void> {
+  const connection = await amqp.connect(AMQP_URL);
+  try {
+    const channel = await connection.createChannel();
+    for (const queue of queues) await channel.deleteQueue(queue);
+    await channel.close();
+  } finally {
+    await connection.close();
+  }
 }

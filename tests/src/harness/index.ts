@@ -4,3 +4,4 @@ export * from './events.js';
 export * from './stack.js';
 export * from './shared.js';
 export * from './tcp-proxy.js';
+export * from './browser.js';

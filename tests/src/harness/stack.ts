@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { AmqpBus, createLogger, type Logger } from '@merx/kit';
 import { startEmbedded } from '@merx/embedded';
-import { AMQP_URL, createTestDatabase, freePort, startServiceProcess, type ServiceProcess } from './distributed.js';
+import { purgeThrottleState, throttleSettingsFromEnv } from '@merx/gateway';
+import { AMQP_URL, createTestDatabase, deleteQueues, REDIS_URL, freePort, startServiceProcess, type ServiceProcess } from './distributed.js';
 import { EventObserver } from './events.js';
 import { TcpProxy } from './tcp-proxy.js';
 
@@ -16,6 +17,8 @@ export interface Stack {
   processes: Record<string, ServiceProcess>;
   /** Distributed mode only: each service reaches RabbitMQ through its own proxy, so a test can cut its link. */
   brokerLinks: Record<string, TcpProxy>;
+  /** A service's own origin, bypassing the gateway (both modes): proves each service checks tokens itself. */
+  directUrl(service: 'oauth' | 'catalog'): string;
   restart(service: string): Promise<void>;
   /** Distributed mode only: SIGKILL, no shutdown of any kind, as a crash would. */
   kill(service: string): Promise<void>;
@@ -29,10 +32,20 @@ export function stackMode(): StackMode {
   return mode;
 }
 
+/**
+ * Throttle settings of every e2e stack: sandbox buckets roomy enough for tests that write in
+ * bursts (resilience), a token endpoint window of 2 s so its test recovers quickly. Tests that
+ * need small budgets set them per merchant through the operator API.
+ */
+export const E2E_THROTTLE_ENV = {
+  MERX_THROTTLE_PLANS: '{"sandbox":{"burst":{"capacity":1000,"refill_per_second":500},"writes":{"capacity":1000,"refill_per_second":500}}}',
+  MERX_THROTTLE_TOKEN_ENDPOINT: '{"limit":10,"window_seconds":2}',
+};
+
 const quietLogger = (): Logger => createLogger('e2e', process.env.LOG_LEVEL ?? 'silent');
 
 async function startEmbeddedStack(): Promise<Stack> {
-  const merx = await startEmbedded({ dataDir: undefined, port: 0, logger: quietLogger() });
+  const merx = await startEmbedded({ dataDir: undefined, port: 0, logger: quietLogger(), throttle: throttleSettingsFromEnv(E2E_THROTTLE_ENV) });
   const events = await EventObserver.attach(merx.bus, `e2e-observer-${randomBytes(4).toString('hex')}`);
   return {
     mode: 'embedded',
@@ -41,6 +54,7 @@ async function startEmbeddedStack(): Promise<Stack> {
     events,
     processes: {},
     brokerLinks: {},
+    directUrl: (service) => merx[service].url,
     async restart() {
       throw new Error('restart needs the distributed mode');
     },
@@ -60,7 +74,11 @@ async function startEmbeddedStack(): Promise<Stack> {
 /** Every service its own process against PostgreSQL and RabbitMQ, as in production. */
 async function startDistributedStack(): Promise<Stack> {
   const database = await createTestDatabase('merx_e2e');
-  const [gatewayPort, oauthPort, catalogPort] = [await freePort(), await freePort(), await freePort()];
+  const [gatewayPort, oauthPort, catalogPort, auditPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
+  // Durable queues are per stack: several stacks (CI, other runs) share one RabbitMQ.
+  const auditQueue = `audit.events.${database.name}`;
+  const throttleQueue = `gateway.throttle_overrides.${database.name}`;
+  const throttlePrefix = `merx:e2e:${database.name}:`;
   const baseUrl = `http://localhost:${gatewayPort}`;
   const operatorToken = randomBytes(32).toString('base64url');
   const amqp = new URL(AMQP_URL);
@@ -78,28 +96,39 @@ async function startDistributedStack(): Promise<Stack> {
     MERX_PUBLIC_URL: baseUrl,
     MERX_JWKS_URL: `http://127.0.0.1:${oauthPort}/oauth/jwks`,
     MERX_DB_POOL_SIZE: '5',
+    // Where every token verifier loads the revocation list from at start.
+    MERX_OAUTH_URL: `http://127.0.0.1:${oauthPort}`,
   };
   const env: Record<string, Record<string, string>> = {
     oauth: { ...common, AMQP_URL: viaProxy('oauth'), MERX_OPERATOR_TOKEN: operatorToken, MERX_COOKIE_SECRET: randomBytes(32).toString('base64url') },
     catalog: { ...common, AMQP_URL: viaProxy('catalog') },
+    audit: { ...common, AMQP_URL, MERX_OAUTH_URL: `http://127.0.0.1:${oauthPort}`, MERX_AUDIT_QUEUE: auditQueue },
     gateway: {
+      AMQP_URL,
       MERX_PUBLIC_URL: baseUrl,
       MERX_JWKS_URL: common.MERX_JWKS_URL,
       MERX_OAUTH_URL: `http://127.0.0.1:${oauthPort}`,
       MERX_CATALOG_URL: `http://127.0.0.1:${catalogPort}`,
+      MERX_AUDIT_URL: `http://127.0.0.1:${auditPort}`,
+      ...E2E_THROTTLE_ENV,
+      REDIS_URL,
+      MERX_THROTTLE_KEY_PREFIX: throttlePrefix,
+      MERX_THROTTLE_QUEUE: throttleQueue,
     },
   };
-  const ports: Record<string, number> = { oauth: oauthPort, catalog: catalogPort, gateway: gatewayPort };
+  const ports: Record<string, number> = { oauth: oauthPort, catalog: catalogPort, audit: auditPort, gateway: gatewayPort };
   const processes: Record<string, ServiceProcess> = {};
   const bus = await AmqpBus.connect({ url: AMQP_URL, service: 'e2e-observer', logger: quietLogger() });
   const events = await EventObserver.attach(bus, 'e2e-observer');
   try {
-    for (const name of ['oauth', 'catalog', 'gateway']) processes[name] = await startServiceProcess(name, env[name]!, ports[name]!);
+    for (const name of ['oauth', 'catalog', 'audit', 'gateway']) processes[name] = await startServiceProcess(name, env[name]!, ports[name]!);
   } catch (error) {
     await Promise.all(Object.values(processes).map((service) => service.stop()));
     await Promise.all(Object.values(brokerLinks).map((link) => link.close()));
     await events.close();
     await bus.close();
+    await deleteQueues([auditQueue, `${auditQueue}.poison`, throttleQueue, `${throttleQueue}.poison`]);
+    await purgeThrottleState(REDIS_URL, throttlePrefix);
     await database.drop();
     throw error;
   }
@@ -110,6 +139,7 @@ async function startDistributedStack(): Promise<Stack> {
     events,
     processes,
     brokerLinks,
+    directUrl: (service) => processes[service]!.url,
     async restart(name: string) {
       await processes[name]!.stop();
       processes[name] = await startServiceProcess(name, env[name]!, ports[name]!);
@@ -126,6 +156,8 @@ async function startDistributedStack(): Promise<Stack> {
       await Promise.all(Object.values(brokerLinks).map((link) => link.close()));
       await events.close();
       await bus.close();
+      await deleteQueues([auditQueue, `${auditQueue}.poison`, throttleQueue, `${throttleQueue}.poison`]);
+      await purgeThrottleState(REDIS_URL, throttlePrefix);
       await database.drop();
     },
   };

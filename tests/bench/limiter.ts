@@ -1,0 +1,58 @@
+import { randomBytes } from 'node:crypto';
+import { purgeThrottleState } from '@merx/gateway';
+import { call, createMerchant, issueToken } from '../src/harness/client.js';
+import { AMQP_URL, deleteQueues, REDIS_URL } from '../src/harness/distributed.js';
+import type { Stack } from '../src/harness/stack.js';
+import { getRequest, type Measurement, type Scenario } from './load.js';
+import { startDistributedMode, startEmbeddedMode, type RunningMode } from './processes.js';
+
+export const LIMITER_SCENARIOS = {
+  on: 'GET /api/v1/products/{id} via gateway, limiter on (budget never exhausted)',
+  off: 'GET /api/v1/products/{id} via gateway, limiter off (MERX_THROTTLE=off)',
+} as const;
+
+const huge = { capacity: 1_000_000_000, refill_per_second: 1_000_000_000 };
+const endless = { limit: 1_000_000_000, window_seconds: 3600 };
+const HUGE_PLANS = JSON.stringify(Object.fromEntries(['sandbox', 'standard', 'scale'].map((plan) => [plan, { burst: huge, sustained: endless, writes: huge, sensitive: endless }])));
+
+export interface LimiterBenchDeps {
+  /** Starts a mode and registers its stop with the run's cleanups. */
+  started<T extends RunningMode>(start: Promise<T>): Promise<T>;
+  measured(scenario: Scenario, results: Measurement[], logs?: Record<string, string>): Promise<void>;
+  progress(text: string): void;
+}
+
+/**
+ * The limiter's cost: the same GET through the gateway with every class counting (limits so
+ * high they never refuse) and with MERX_THROTTLE=off, each on a fresh start of the mode.
+ * Distributed: the gateway counts in Redis (one script per request); embedded: in memory.
+ */
+export async function benchLimiter(name: 'embedded' | 'distributed', results: Measurement[], deps: LimiterBenchDeps): Promise<string> {
+  const rates: Record<'on' | 'off', number> = { on: 0, off: 0 };
+  for (const setting of ['on', 'off'] as const) {
+    const unique = randomBytes(5).toString('hex');
+    const prefix = `merx:bench:${unique}:`;
+    const queue = `gateway.throttle_overrides.bench_${unique}`;
+    const env: Record<string, string> = { MERX_THROTTLE: setting, MERX_THROTTLE_PLANS: HUGE_PLANS };
+    if (name === 'distributed') Object.assign(env, { REDIS_URL, AMQP_URL, MERX_THROTTLE_KEY_PREFIX: prefix, MERX_THROTTLE_QUEUE: queue });
+    deps.progress(`${name} mode: starting with MERX_THROTTLE=${setting}`);
+    const mode = await deps.started(name === 'embedded' ? startEmbeddedMode(env) : startDistributedMode(env));
+    try {
+      const stack = { baseUrl: mode.publicUrl, operatorToken: mode.operatorToken } as Stack;
+      const token = mode.apiKey ? await issueToken(stack, mode.apiKey) : (await createMerchant(stack)).token;
+      const created = await call(stack, 'POST', '/api/v1/products', { token, body: { sku: `bench-limiter-${unique}`, title: 'Read me', price: '19.99', currency: 'USD' } });
+      if (created.status !== 201) throw new Error(`could not create the product to read: ${created.status} ${created.text}`);
+      const path = `/api/v1/products/${created.body.id as string}`;
+      await deps.measured({ mode: name, name: LIMITER_SCENARIOS[setting], url: mode.gatewayUrl, expectStatus: 200, request: getRequest(path, token), processes: mode.processes }, results, mode.logs);
+      rates[setting] = results[results.length - 1]!.requestsPerSecond;
+    } finally {
+      await mode.stop();
+      if (name === 'distributed') {
+        await purgeThrottleState(REDIS_URL, prefix);
+        await deleteQueues([queue, `${queue}.poison`]).catch(() => undefined);
+      }
+    }
+  }
+  const cost = 1 - rates.on / rates.off;
+  return `Limiter cost, ${name}: ${Math.round(rates.on)} req/s with every class counting vs ${Math.round(rates.off)} req/s with MERX_THROTTLE=off: ratio ${(rates.on / rates.off).toFixed(3)}, cost ${(cost * 100).toFixed(1)}% (target < 10%: ${cost < 0.1 ? 'met' : 'not met'}).`;
+}

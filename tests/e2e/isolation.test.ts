@@ -1,0 +1,189 @@
+import assert from 'node:assert/strict';
+import { createContractValidator, scopeNames, type ContractOperation } from '@merx/contracts';
+import { call, createMerchant, installTestApp, issueToken, sharedStack, type ApiResponse, type Stack, type TestMerchant } from '../src/harness/index.js';
+
+/**
+ * Tenant isolation, proven for every operation of the OpenAPI document: the suite walks the
+ * document, so an endpoint added later is covered without anyone remembering to add it here.
+ * Only the fixtures below are hand-written: one factory per path template that makes a resource
+ * for the owning merchant and names its path parameters.
+ */
+type Fixture = (stack: Stack, owner: TestMerchant) => Promise<Record<string, string>>;
+
+const fixtures: Record<string, Fixture> = {
+  '/api/v1/products/{id}': async (stack, owner) => {
+    const created = await call(stack, 'POST', '/api/v1/products', { token: owner.token, body: { sku: `ISO-${Date.now()}`, title: 'Owned by A', price: '1.00', currency: 'USD' } });
+    assert.equal(created.status, 201, created.text);
+    return { id: created.body.id };
+  },
+  '/api/v1/api-keys/{id}': async (stack, owner) => {
+    const created = await call(stack, 'POST', '/api/v1/api-keys', { token: owner.token, body: { name: 'Owned by A', scopes: ['products:read'] } });
+    assert.equal(created.status, 201, created.text);
+    return { id: created.body.id };
+  },
+  '/api/v1/apps/{id}/grant': async (stack, owner) => ({ id: (await installTestApp(stack, owner)).appId }),
+  '/api/v1/audit/{id}': async (stack, owner) => {
+    // Entries come from events, so one exists shortly after any change the merchant makes.
+    await fixtures['/api/v1/products/{id}']!(stack, owner);
+    const deadline = Date.now() + 10_000;
+    while (Date.now() < deadline) {
+      const list = await call(stack, 'GET', '/api/v1/audit?limit=1', { token: owner.token });
+      if (list.status === 200 && list.body.data.length > 0) return { id: list.body.data[0].id };
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    throw new Error('no audit entry appeared for the owner within 10 s');
+  },
+};
+
+/** Bodies for writes, valid enough that only tenancy or scope can refuse them. */
+const bodies: Record<string, unknown> = {
+  'products.create': { sku: 'ISO-B', title: 'B', price: '1.00', currency: 'USD' },
+  'products.update': { title: 'Taken over' },
+  'api_keys.create': { name: 'B', scopes: ['products:read'] },
+};
+
+const operations = createContractValidator().operations();
+const merchantOperations = operations.filter((operation) => operation.security === 'oauth2');
+const operatorOperations = operations.filter((operation) => operation.security === 'operator');
+const hasPathParameters = (operation: ContractOperation) => /\{[^}]+\}/.test(operation.pathTemplate);
+
+function pathOf(operation: ContractOperation, params: Record<string, string>): string {
+  return operation.pathTemplate.replace(/\{([^}]+)\}/g, (_match, name: string) => {
+    const value = params[name];
+    if (value === undefined) throw new Error(`the fixture for ${operation.pathTemplate} names no ${name}`);
+    return encodeURIComponent(value);
+  });
+}
+
+const send = (stack: Stack, operation: ContractOperation, path: string, token?: string) =>
+  call(stack, operation.method, path, {
+    ...(token ? { token } : {}),
+    ...(['POST', 'PATCH', 'PUT'].includes(operation.method) ? { body: bodies[operation.operationId] ?? {} } : {}),
+  });
+
+/** An id shaped like the real one that names nothing: what "it does not exist" looks like. */
+const unknownIdLike = (id: string) => id.replace(/_[0-9a-z]{26}$/, `_${'0'.repeat(26)}`);
+
+function problemShape(response: ApiResponse, id: string): Record<string, unknown> {
+  const { request_id: _requestId, ...rest } = response.body as Record<string, unknown>;
+  return { ...rest, detail: String(rest.detail).split(id).join('<id>') };
+}
+
+describe('tenant isolation, for every operation of the OpenAPI document', function () {
+  this.timeout(120_000);
+  let stack: Stack;
+  let merchantA: TestMerchant;
+  let merchantB: TestMerchant;
+  const paramsOfA = new Map<string, Record<string, string>>();
+  const idsOfA = new Set<string>();
+  const tokensWithout = new Map<string, string>();
+
+  before(async function () {
+    this.timeout(120_000);
+    stack = await sharedStack();
+    [merchantA, merchantB] = await Promise.all([createMerchant(stack), createMerchant(stack)]);
+    idsOfA.add(merchantA.merchantId);
+    const templates = new Set(merchantOperations.filter(hasPathParameters).map((operation) => operation.pathTemplate));
+    for (const template of templates) {
+      const fixture = fixtures[template];
+      if (!fixture) continue; // reported by the test of each operation that needs it
+      const params = await fixture(stack, merchantA);
+      paramsOfA.set(template, params);
+      for (const value of Object.values(params)) idsOfA.add(value);
+    }
+  });
+
+  /** A token of merchant A holding every scope but one, from a key made for the purpose. */
+  async function tokenWithout(scope: string): Promise<string> {
+    let token = tokensWithout.get(scope);
+    if (!token) {
+      const key = await call(stack, 'POST', '/api/v1/api-keys', { token: merchantA.token, body: { name: `All but ${scope}`, scopes: scopeNames.filter((s) => s !== scope) } });
+      assert.equal(key.status, 201, key.text);
+      idsOfA.add(key.body.id);
+      token = await issueToken(stack, key.body.secret);
+      tokensWithout.set(scope, token);
+    }
+    return token;
+  }
+
+  function paramsFor(operation: ContractOperation): Record<string, string> {
+    if (!hasPathParameters(operation)) return {};
+    const params = paramsOfA.get(operation.pathTemplate);
+    assert.ok(
+      params,
+      `${operation.operationId} (${operation.method} ${operation.pathTemplate}) has no isolation fixture: add a factory for "${operation.pathTemplate}" to the fixtures map in tests/e2e/isolation.test.ts`,
+    );
+    return params;
+  }
+
+  function assertNothingOfA(response: ApiResponse, what: string) {
+    for (const id of idsOfA) {
+      assert.ok(!response.text.includes(id), `${what}: the body names ${id}, which belongs to merchant A:\n${response.text.slice(0, 500)}`);
+    }
+    assert.ok(!response.text.includes(merchantA.merchantId), `${what}: the body names merchant A`);
+  }
+
+  it('covers every operation', () => {
+    assert.ok(merchantOperations.length > 0);
+    assert.ok(merchantOperations.some((operation) => operation.operationId === 'api_keys.revoke'));
+  });
+
+  for (const operation of merchantOperations) {
+    const label = `${operation.operationId} (${operation.method} ${operation.pathTemplate})`;
+    describe(label, () => {
+      it('answers 401 without a token', async () => {
+        const response = await send(stack, operation, pathOf(operation, paramsFor(operation)));
+        assert.equal(response.status, 401, response.text);
+        assert.equal(response.body.code, 'unauthenticated');
+        assertNothingOfA(response, `${label} without a token`);
+      });
+
+      if (hasPathParameters(operation)) {
+        it("answers 404 to another merchant on this merchant's resource, exactly as to an unknown id", async () => {
+          const params = paramsFor(operation);
+          const response = await send(stack, operation, pathOf(operation, params), merchantB.token);
+          assert.equal(response.status, 404, `${label} with merchant B's token on A's resource: ${response.text}`);
+          const unknownParams = Object.fromEntries(Object.entries(params).map(([name, value]) => [name, unknownIdLike(value)]));
+          const unknown = await send(stack, operation, pathOf(operation, unknownParams), merchantB.token);
+          assert.equal(unknown.status, 404, unknown.text);
+          const id = Object.values(params).at(-1)!;
+          assert.deepEqual(problemShape(response, id), problemShape(unknown, unknownIdLike(id)));
+          assert.ok(!response.text.includes(merchantA.merchantId));
+        });
+      }
+
+      it('answers 403 insufficient_scope to a token of the same merchant without its scope', async () => {
+        const [scope] = operation.scopes;
+        assert.ok(scope, `${label} declares no scope`);
+        const response = await send(stack, operation, pathOf(operation, paramsFor(operation)), await tokenWithout(scope));
+        assert.equal(response.status, 403, response.text);
+        assert.equal(response.body.code, 'insufficient_scope');
+        assert.equal(response.body.required_scope, scope);
+      });
+
+      if (operation.method === 'GET' && !hasPathParameters(operation)) {
+        it("never shows merchant B anything of merchant A's", async () => {
+          const response = await send(stack, operation, operation.pathTemplate, merchantB.token);
+          assert.equal(response.status, 200, response.text);
+          if (response.body?.object === 'list') {
+            const ids = (response.body.data as Array<{ id?: string }>).map((item) => item.id);
+            for (const id of ids) assert.ok(!idsOfA.has(id ?? ''), `${label}: merchant B's list holds ${id} of merchant A`);
+          }
+          assertNothingOfA(response, `${label} as merchant B`);
+        });
+      }
+    });
+  }
+
+  describe('operator operations', () => {
+    for (const operation of operatorOperations) {
+      it(`${operation.operationId} answers 401 without the operator credential, and to a merchant token`, async () => {
+        const path = operation.pathTemplate;
+        const anonymous = await send(stack, operation, path);
+        assert.equal(anonymous.status, 401, anonymous.text);
+        const asMerchant = await send(stack, operation, path, merchantA.token);
+        assert.equal(asMerchant.status, 401, asMerchant.text);
+      });
+    }
+  });
+});
