@@ -41,6 +41,24 @@ describe('audit log through the gateway', () => {
     assert.ok(verify.body.entries_checked >= 5, 'merchant and key provisioning are in the log too');
   });
 
+  it('records token issuance and refused credentials of the merchant (auth.token_issued, auth.denied)', async () => {
+    const wrongSecret = `${merchant.clientId}_${'Z'.repeat(32)}`;
+    const refused = await fetch(`${stack.baseUrl}/oauth/token`, {
+      method: 'POST',
+      headers: { authorization: `Basic ${Buffer.from(`${merchant.clientId}:${wrongSecret}`).toString('base64')}`, 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'grant_type=client_credentials',
+    });
+    assert.equal(refused.status, 401);
+    const [denied] = await auditEntriesOf(stack, merchant.token, '&action=auth.denied', (found) => found.length === 1);
+    assert.deepEqual(denied.resource, { type: 'auth_attempt', id: merchant.clientId });
+    assert.equal(denied.changes.after.reason, 'invalid_client');
+    assert.equal(denied.request_id, refused.headers.get('x-request-id'));
+    assert.ok(!JSON.stringify(denied).includes(wrongSecret), 'the presented secret is never recorded');
+    const issued = await auditEntriesOf(stack, merchant.token, '&action=auth.token_issued', (found) => found.length >= 1);
+    assert.deepEqual(issued[0].actor, { type: 'api_key', id: merchant.clientId });
+    assert.equal(issued[0].changes.after.grant_type, 'client_credentials');
+  });
+
   it('offers no way to change or delete an entry, and shows nothing to another tenant', async () => {
     await call(stack, 'POST', '/api/v1/products', { token: merchant.token, body: { sku: 'AUD-2', title: 'x', price: '1.00', currency: 'USD' } });
     const [entry] = await auditEntriesOf(stack, merchant.token, '&action=products.created', (found) => found.length === 1);

@@ -10,6 +10,7 @@ import { apiKeyRoutes } from './routes/api-keys.js';
 import { merchantPlanOf, throttleAdminRoutes } from './routes/throttle.js';
 import { internalRoutes } from './routes/internal.js';
 import { findApiKeyClientByClientId, touchApiKeyLastUsed } from './store/accounts-store.js';
+import { authEvents } from './usecases/auth-events.js';
 import { OAUTH_SCHEMA, oauthMigrations } from './store/migrations.js';
 import { recordGrantRevokedByProvider } from './usecases/app-grants.js';
 import { startSigningKeys, type SigningKeys } from './usecases/signing-keys.js';
@@ -36,10 +37,25 @@ export interface OauthDeps {
 
 export type RunningOauth = RunningService;
 
+/** The client id of an HTTP Basic header, for attributing a refused attempt. */
+function basicClientId(header: string): string | undefined {
+  const match = /^Basic\s+([A-Za-z0-9+/=]+)$/i.exec(header ?? '');
+  if (!match) return undefined;
+  const decoded = Buffer.from(match[1]!, 'base64').toString('utf8');
+  const separator = decoded.indexOf(':');
+  if (separator <= 0) return undefined;
+  try {
+    return decodeURIComponent(decoded.slice(0, separator));
+  } catch {
+    return undefined;
+  }
+}
+
 export async function startOauth(deps: OauthDeps): Promise<RunningOauth> {
   const { db, logger } = deps;
   let signingKeys: SigningKeys | undefined;
   let outboxOfService: Outbox | undefined;
+  const auth = authEvents({ db, outbox: () => outboxOfService, logger });
   // Called again on every signing key rotation: the new provider shares the database, so grants and sessions carry over.
   const buildProvider = (jwks: { keys: JWK[] }, signingKid: string) => {
     const provider = createProvider({
@@ -61,6 +77,13 @@ export async function startOauth(deps: OauthDeps): Promise<RunningOauth> {
       },
     });
     provider.on('server_error', (_ctx: unknown, error: Error) => logger.error({ err: error }, 'oidc-provider server error'));
+    provider.on('grant.success', (ctx: { oidc?: { params?: { grant_type?: string } }; body?: { access_token?: unknown } }) => {
+      void auth.tokenIssued(ctx.oidc?.params?.grant_type ?? '', ctx.body?.access_token);
+    });
+    provider.on('grant.error', (ctx: { oidc?: { client?: { clientId?: string }; params?: { client_id?: string } }; get(name: string): string }, error: { error?: string }) => {
+      if (error?.error !== 'invalid_client') return;
+      void auth.clientRefused(ctx.oidc?.client?.clientId ?? ctx.oidc?.params?.client_id ?? basicClientId(ctx.get('authorization')));
+    });
     // A refresh token or code used twice: oidc-provider revoked the grant; the merchant's installation and its access tokens go too.
     provider.on('grant.revoked', (_ctx: unknown, grantId: string) => {
       recordGrantRevokedByProvider(outboxOfService!, grantId).catch((error: unknown) => logger.error({ err: error, grant_id: grantId }, 'could not record a revoked grant'));
@@ -83,7 +106,10 @@ export async function startOauth(deps: OauthDeps): Promise<RunningOauth> {
     // The provider reads its own form bodies, so it goes before JSON parsing.
     beforeJsonBody: (koa, outbox) => {
       outboxOfService = outbox;
-      mountRouter(koa, interactionRoutes({ slot: signingKeys!.slot, db, logger, audience: deps.audience, secret: deps.cookieSecret, onLoginDenied: (attempt) => logger.warn({ event: 'auth.denied', reason: 'wrong_password', ...attempt }, 'login denied') }));
+      mountRouter(koa, interactionRoutes({ slot: signingKeys!.slot, db, logger, audience: deps.audience, secret: deps.cookieSecret, onLoginDenied: (attempt) => {
+        logger.warn({ event: 'auth.denied', reason: 'wrong_password', ...attempt }, 'login denied');
+        void auth.loginRefused(attempt.email, attempt.clientId);
+      } }));
       mountProvider(koa, signingKeys!.slot);
     },
     routes: (koa, outbox) => {

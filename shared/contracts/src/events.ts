@@ -145,6 +145,39 @@ export const eventCatalogue: ReadonlyArray<EventDefinition> = [
   ...crudEvents('destinations', 'destination', destinationObject),
   ...crudEvents('rules', 'rule', ruleObject),
   ...crudEvents('connections', 'connection', connectionObject),
+  {
+    name: 'auth.token_issued',
+    topic: 'auth',
+    description: 'An access token was issued to an API key or an installed app of the merchant.',
+    dataObjectSchema: {
+      type: 'object',
+      required: ['id', 'object', 'client_id', 'grant_type', 'scope'],
+      additionalProperties: false,
+      properties: {
+        id: { type: 'string', description: 'The client id the token was issued to.' },
+        object: { const: 'token_issuance' },
+        client_id: { type: 'string' },
+        grant_type: { type: 'string', enum: ['client_credentials', 'authorization_code', 'refresh_token'] },
+        scope: { type: 'string' },
+      },
+    },
+  },
+  {
+    name: 'auth.denied',
+    topic: 'auth',
+    description: "A credential of the merchant was refused: a wrong API key secret, a revoked key, or a wrong owner password.",
+    dataObjectSchema: {
+      type: 'object',
+      required: ['id', 'object', 'reason'],
+      additionalProperties: false,
+      properties: {
+        id: { type: 'string', description: 'The client id or user id the attempt named.' },
+        object: { const: 'auth_attempt' },
+        reason: { type: 'string', enum: ['invalid_client', 'wrong_password'] },
+        client_id: { type: ['string', 'null'] },
+      },
+    },
+  },
   { name: 'api_keys.created', topic: 'api_keys', description: 'An API key was created.', dataObjectSchema: apiKeySchema },
   { name: 'api_keys.revoked', topic: 'api_keys', description: 'An API key was revoked.', dataObjectSchema: apiKeySchema },
   {
@@ -202,6 +235,8 @@ export const eventNames = [
   ...(['sources', 'destinations', 'rules', 'connections'] as const).flatMap(
     (topic) => [`${topic}.created`, `${topic}.updated`, `${topic}.deleted`] as const,
   ),
+  'auth.token_issued',
+  'auth.denied',
   'api_keys.created',
   'api_keys.revoked',
   'apps.grant_revoked',
