@@ -185,6 +185,8 @@ export async function startDistributedMode(gatewayEnv: Record<string, string> = 
         MERX_CATALOG_URL: `http://127.0.0.1:${catalogPort}`,
         MERX_AUDIT_URL: `http://127.0.0.1:${auditPort}`,
         LOG_LEVEL: 'warn',
+        // The gateway follows revocations and throttle overrides on the bus.
+        AMQP_URL,
         ...gatewayEnv,
       },
     ],

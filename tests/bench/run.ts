@@ -64,6 +64,8 @@ async function started<T extends RunningMode>(start: Promise<T>): Promise<T> {
 }
 
 const progress = (text: string) => process.stderr.write(`${text}\n`);
+/** The spine scenarios measure without throttling; the limiter scenarios measure its cost on its own. */
+const SPINE_ONLY = { MERX_THROTTLE: 'off' };
 /** Lines the report adds under Notes (the audit service's pace). */
 const auditNotes: string[] = [];
 
@@ -116,7 +118,7 @@ async function findEmbeddedCatalog(mode: RunningMode, productPath: string, token
 
 async function benchMode(name: 'embedded' | 'distributed', results: Measurement[], skipped: Skipped[]): Promise<void> {
   progress(`${name} mode: starting`);
-  const mode = await started<RunningMode & { catalogUrl?: string; databaseUrl?: string }>(name === 'embedded' ? startEmbeddedMode() : startDistributedMode());
+  const mode = await started<RunningMode & { catalogUrl?: string; databaseUrl?: string }>(name === 'embedded' ? startEmbeddedMode(SPINE_ONLY) : startDistributedMode(SPINE_ONLY));
   try {
     // embedded: the sandbox key `npm start` wrote to dev.json; distributed: a merchant made through the operator API
     const token = mode.apiKey ? await issueToken(stackOf(mode), mode.apiKey) : (await createMerchant(stackOf(mode))).token;
@@ -128,9 +130,10 @@ async function benchMode(name: 'embedded' | 'distributed', results: Measurement[
       if (mode.databaseUrl) {
         const lag = await measureAuditLag(mode.databaseUrl, new Date());
         const post = results[results.length - 1]!;
-        const keepsUp = lag.entriesPerSecond >= post.requestsPerSecond * 0.95 && lag.lagP99Ms < 1_000;
+        // Keeping up means no backlog: every entry lands within a second of its event and none is left when the load stops.
+        const keepsUp = lag.lagP99Ms < 1_000 && lag.catchUpMs < 1_000;
         auditNotes.push(
-          `Audit under the ${name} POST load (${Math.round(post.requestsPerSecond)} products/s): ${lag.entries} entries at ${Math.round(lag.entriesPerSecond)} entries/s, ` +
+          `Audit under the ${name} POST load (${Math.round(post.requestsPerSecond)} products/s): ${lag.entries} entries, ${Math.round(lag.entriesPerSecond)} entries/s averaged from first to last (pauses between warm-up and measurement included), ` +
             `lag behind the event p50 ${Math.round(lag.lagP50Ms)} ms, p99 ${Math.round(lag.lagP99Ms)} ms, caught up ${Math.round(lag.catchUpMs)} ms after the load ended ` +
             `(target: keeps up, lag p99 < 1 s: ${keepsUp ? 'met' : 'not met'}).`,
         );

@@ -5,7 +5,7 @@ const auditConfig = distributedServiceConfig(3003).extend({
   MERX_AUDIT_QUEUE: z.string().regex(/^[a-z0-9._-]{1,200}$/, 'must be a queue name of a-z 0-9 . _ -').default('audit.events'),
   // Days to keep entries; 0 keeps them forever (the default).
   MERX_AUDIT_RETENTION_DAYS: z.coerce.number().int().min(0).default(0),
-  MERX_AUDIT_PREFETCH: configFields.positiveInt(64),
+  MERX_AUDIT_PREFETCH: configFields.positiveInt(256),
 });
 
 let config;

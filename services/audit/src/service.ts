@@ -1,5 +1,5 @@
-import { mountRouter, startService, type Bus, type Consumer, type Db, type Logger, type RunningService, type TokenVerifier } from '@merx/kit';
-import { serialisePerKey } from './events/serialise.js';
+import { mountRouter, startService, type Bus, type Consumer, type Db, type Logger, type MerxEvent, type RunningService, type TokenVerifier } from '@merx/kit';
+import { batchPerKey } from './events/batch.js';
 import { auditRoutes } from './routes/audit.js';
 import { purgeEntriesOlderThan } from './store/entries-store.js';
 import { AUDIT_SCHEMA, auditMigrations } from './store/migrations.js';
@@ -42,13 +42,13 @@ export async function startAudit(deps: AuditDeps): Promise<RunningAudit> {
   });
   // Every event of every service, through one durable queue; the inbox makes redeliveries harmless.
   // Order per merchant: one replica consumes at a time (the others stand by), and inside it a
-  // merchant's events are appended one after another in delivery order, while different
-  // merchants proceed in parallel.
-  const inMerchantOrder = serialisePerKey();
+  // merchant's events are appended in delivery order, those that queue up during a write going
+  // together in the next transaction; different merchants proceed in parallel.
+  const appendInOrder = batchPerKey<MerxEvent>((merchantId, events) => log.recordEventsOfMerchant(merchantId, events));
   const consumer = await deps.bus.consume(
-    { queue: deps.queue ?? 'audit.events', bindings: ['#'], prefetch: deps.prefetch ?? 64, singleActiveConsumer: true },
+    { queue: deps.queue ?? 'audit.events', bindings: ['#'], prefetch: deps.prefetch ?? 256, singleActiveConsumer: true },
     async (event) => {
-      await inMerchantOrder(event.merchant_id, () => log.recordEvent(event));
+      await appendInOrder(event.merchant_id, event);
     },
   );
   return {

@@ -13,6 +13,7 @@ import {
 } from '@merx/kit';
 import { entryFromEvent, findChainBreak, presentEntry, type AuditEntry } from '../domain/entry.js';
 import {
+  appendEntriesForMerchant,
   appendEntryForMerchant,
   chainHeadForMerchant,
   checkpointForMerchant,
@@ -69,6 +70,28 @@ function parseFromSequence(query: Record<string, unknown>): number | undefined {
 
 export function auditLog(db: Db) {
   return {
+    /**
+     * One merchant's events, appended in order in one transaction; the inbox rows commit with
+     * them, so redelivered events are dropped and a failure leaves nothing behind.
+     */
+    async recordEventsOfMerchant(merchantId: string, events: MerxEvent[]): Promise<void> {
+      await db.transaction(async (tx) => {
+        const params: unknown[] = [];
+        const values = events.map((event) => {
+          params.push(AUDIT_CONSUMER, event.id, event.topic);
+          return `($${params.length - 2}, $${params.length - 1}, $${params.length})`;
+        });
+        const { rows } = await tx.query<{ event_id: string }>(
+          `INSERT INTO ${AUDIT_SCHEMA}.inbox (consumer, event_id, topic) VALUES ${values.join(', ')} ON CONFLICT DO NOTHING RETURNING event_id`,
+          params,
+        );
+        const fresh = new Set(rows.map((row) => row.event_id));
+        const seen = new Set<string>();
+        const toAppend = events.filter((event) => fresh.has(event.id) && !seen.has(event.id) && seen.add(event.id));
+        await appendEntriesForMerchant(tx, trustedMerchantId(merchantId), toAppend.map((event) => entryFromEvent(newId('aud'), event)));
+      });
+    },
+
     /** One entry per event, exactly once (the inbox row and the entry commit together). */
     async recordEvent(event: MerxEvent): Promise<'handled' | 'duplicate'> {
       return handleEventOnce(db, AUDIT_SCHEMA, AUDIT_CONSUMER, event, async (tx) => {

@@ -1,0 +1,43 @@
+/**
+ * Groups work per key: items for a key that arrive while a batch of that key is being written
+ * wait and go together in the next batch, in arrival order. Keys proceed in parallel. Each
+ * item's promise settles with its batch, so a delivery is acked only once its entry committed.
+ */
+export function batchPerKey<T>(write: (key: string, items: T[]) => Promise<void>, maxBatch = 200) {
+  interface Pending {
+    item: T;
+    resolve(): void;
+    reject(error: unknown): void;
+  }
+  const queues = new Map<string, Pending[]>();
+  const running = new Set<string>();
+
+  async function drain(key: string): Promise<void> {
+    running.add(key);
+    try {
+      for (;;) {
+        const queue = queues.get(key);
+        if (!queue || queue.length === 0) break;
+        const batch = queue.splice(0, maxBatch);
+        try {
+          await write(key, batch.map((pending) => pending.item));
+          for (const pending of batch) pending.resolve();
+        } catch (error) {
+          for (const pending of batch) pending.reject(error);
+        }
+      }
+    } finally {
+      running.delete(key);
+      if (queues.get(key)?.length === 0) queues.delete(key);
+    }
+  }
+
+  return function submit(key: string, item: T): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const queue = queues.get(key) ?? [];
+      queue.push({ item, resolve, reject });
+      queues.set(key, queue);
+      if (!running.has(key)) void drain(key);
+    });
+  };
+}
