@@ -5,7 +5,7 @@ import { Unauthenticated, Unavailable } from './errors.js';
 import type { MerxEvent } from './events.js';
 import { createLogger } from './logger.js';
 import { MemoryBus } from './memory-bus.js';
-import { revocationEntryOf, RevocationList, startRevocationFeed, type RevocationSnapshot } from './revocations.js';
+import { revocationEntryOf, RevocationList, startRevocationFeed, type RevocationSnapshot, EVERY_CLIENT } from './revocations.js';
 
 const MERCHANT = 'mch_01jd3k7q8m2x4v6b9c0d1e2f3g';
 const OTHER_MERCHANT = 'mch_01jd3k7q8m2x4v6b9c0d1e2f3h';
@@ -79,6 +79,30 @@ describe('RevocationList', () => {
       revoked_at: iso(T0),
     });
     assert.equal(revocationEntryOf(event('api_keys.created', { prefix: KEY })), undefined);
+  });
+
+  it('turns a suspension (merchants.updated to suspended) into a merchant-wide entry, and nothing else', () => {
+    const suspended = { ...event('merchants.updated', { status: 'suspended', updated_at: iso(T0) }), data: { object: { status: 'suspended', updated_at: iso(T0) }, previous: { status: 'active' } } } as MerxEvent;
+    assert.deepEqual(revocationEntryOf(suspended), { client_id: EVERY_CLIENT, merchant_id: MERCHANT, revoked_at: iso(T0) });
+    const replanned = { ...suspended, data: { object: { status: 'suspended', updated_at: iso(T0) }, previous: { plan: 'sandbox' } } } as MerxEvent;
+    assert.equal(revocationEntryOf(replanned), undefined, 'a plan change of a suspended merchant revokes nothing new');
+    assert.equal(revocationEntryOf(event('merchants.updated', { status: 'active' })), undefined);
+  });
+
+  it('refuses every client of a suspended merchant issued before the suspension, and no other merchant', () => {
+    const revocations = list();
+    revocations.add({ client_id: EVERY_CLIENT, merchant_id: MERCHANT, revoked_at: iso(T0) });
+    const issuedAt = Math.floor(T0 / 1000);
+    assert.equal(revocations.isRevoked({ clientId: KEY, merchantId: MERCHANT, issuedAt }), true);
+    assert.equal(revocations.isRevoked({ clientId: 'mxapp_other', merchantId: MERCHANT, issuedAt: issuedAt - 60 }), true);
+    assert.equal(revocations.isRevoked({ clientId: KEY, merchantId: 'mch_01jd3k7q8m2x4v6b9c0d1e2f3z', issuedAt }), false);
+    assert.equal(revocations.isRevoked({ clientId: KEY, merchantId: MERCHANT, issuedAt: issuedAt + 1 }), false, 'tokens after a reactivation live');
+  });
+
+  it('ignores a merchant-wide entry that names no merchant', () => {
+    const revocations = list();
+    revocations.add({ client_id: EVERY_CLIENT, revoked_at: iso(T0) });
+    assert.equal(revocations.size, 0);
   });
 });
 

@@ -24,7 +24,10 @@ export interface RevocationSubject {
 }
 
 /** Topics whose events revoke tokens; each process listens to them on a transient queue. */
-export const REVOCATION_TOPICS = ['api_keys.revoked', 'apps.grant_revoked'];
+export const REVOCATION_TOPICS = ['api_keys.revoked', 'apps.grant_revoked', 'merchants.updated'];
+
+/** The client id of a merchant-wide entry (a suspension): every client of that merchant. */
+export const EVERY_CLIENT = '*';
 
 interface StoredEntry {
   merchantId: string | undefined;
@@ -76,6 +79,8 @@ export class RevocationList {
   add(entry: RevocationEntry): void {
     const revokedAtMs = Date.parse(entry.revoked_at);
     if (!entry.client_id || Number.isNaN(revokedAtMs)) return;
+    // A merchant-wide entry without its merchant would revoke every token on the platform.
+    if (entry.client_id === EVERY_CLIENT && !entry.merchant_id) return;
     const revokedAtSeconds = Math.floor(revokedAtMs / 1000);
     if (this.isStale(revokedAtSeconds)) return;
     const entries = this.byClient.get(entry.client_id) ?? [];
@@ -87,11 +92,9 @@ export class RevocationList {
   }
 
   isRevoked(subject: RevocationSubject): boolean {
-    const entries = this.byClient.get(subject.clientId);
-    if (!entries) return false;
-    return entries.some(
-      (entry) => (entry.merchantId === undefined || entry.merchantId === subject.merchantId) && subject.issuedAt <= entry.revokedAtSeconds,
-    );
+    const revokedBy = (entries: Array<{ merchantId?: string | undefined; revokedAtSeconds: number }> | undefined) =>
+      entries?.some((entry) => (entry.merchantId === undefined || entry.merchantId === subject.merchantId) && subject.issuedAt <= entry.revokedAtSeconds) ?? false;
+    return revokedBy(this.byClient.get(subject.clientId)) || revokedBy(this.byClient.get(EVERY_CLIENT));
   }
 
   prune(): void {
@@ -115,6 +118,12 @@ export function revocationEntryOf(event: MerxEvent): RevocationEntry | undefined
     const clientId = object.prefix;
     const revokedAt = object.revoked_at ?? event.created_at;
     return typeof clientId === 'string' && typeof revokedAt === 'string' ? { client_id: clientId, revoked_at: revokedAt } : undefined;
+  }
+  if (event.topic === 'merchants.updated') {
+    // A suspension revokes every token the merchant holds; a merchant-wide entry never lacks its merchant.
+    if (object.status !== 'suspended' || (event.data.previous as Record<string, unknown> | undefined)?.status === undefined) return undefined;
+    const revokedAt = object.updated_at ?? event.created_at;
+    return typeof revokedAt === 'string' ? { client_id: EVERY_CLIENT, merchant_id: event.merchant_id, revoked_at: revokedAt } : undefined;
   }
   if (event.topic === 'apps.grant_revoked') {
     const clientId = object.client_id;

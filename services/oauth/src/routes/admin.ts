@@ -1,6 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import Router from '@koa/router';
 import { bearerTokenOf, requestBody, Unauthenticated, updateContext, type Middleware, type Outbox } from '@merx/kit';
+import { changeMerchantStanding } from '../usecases/merchant-standing.js';
 import { provisionMerchant } from '../usecases/provision-merchant.js';
 
 const digest = (value: string) => createHash('sha256').update(value).digest();
@@ -24,6 +25,9 @@ export function adminRoutes(outbox: Outbox, operatorToken: string): Router {
   router.post('merchants.admin.create', '/merchants', async (ctx) => {
     ctx.status = 201;
     ctx.body = await provisionMerchant(outbox, requestBody(ctx));
+  });
+  router.patch('merchants.admin.update', '/merchants/:id', async (ctx) => {
+    ctx.body = await changeMerchantStanding(outbox, ctx.params.id!, requestBody(ctx));
   });
   return router;
 }

@@ -80,3 +80,27 @@ export async function touchApiKeyLastUsed(db: Queryable, clientId: string, now: 
     [clientId, now],
   );
 }
+
+/** Locks the merchant row for an operator change. */
+export async function findMerchantForUpdate(tx: Queryable, merchantId: MerchantId): Promise<Merchant | undefined> {
+  const { rows } = await tx.query<MerchantRow>(`SELECT * FROM ${OAUTH_SCHEMA}.merchants WHERE id = $1 FOR UPDATE`, [merchantId]);
+  return rows[0] ? toMerchant(rows[0]) : undefined;
+}
+
+export async function updateMerchantStanding(tx: Queryable, merchantId: MerchantId, changes: { status?: Merchant['status']; plan?: Merchant['plan'] }, now: Date): Promise<Merchant> {
+  const { rows } = await tx.query<MerchantRow>(
+    `UPDATE ${OAUTH_SCHEMA}.merchants SET status = COALESCE($2, status), plan = COALESCE($3, plan), version = version + 1, updated_at = $4
+      WHERE id = $1 RETURNING *`,
+    [merchantId, changes.status ?? null, changes.plan ?? null, now],
+  );
+  return toMerchant(rows[0]!);
+}
+
+/** Merchants suspended since a time: every token they held before is dead (revocation bootstrap). */
+export async function listSuspensionsSince(db: Queryable, since: Date): Promise<Array<{ client_id: string; merchant_id: string; revoked_at: string }>> {
+  const { rows } = await db.query<{ id: string; updated_at: Date }>(
+    `SELECT id, updated_at FROM ${OAUTH_SCHEMA}.merchants WHERE status = 'suspended' AND updated_at >= $1`,
+    [since],
+  );
+  return rows.map((row) => ({ client_id: '*', merchant_id: row.id, revoked_at: row.updated_at.toISOString() }));
+}

@@ -62,6 +62,34 @@ const operatorErrors = {
 };
 
 export const throttleAdminPaths: Record<string, PathItem> = {
+  '/admin/v1/merchants/{id}': {
+    parameters: [ref('parameters', 'MerchantId')],
+    patch: {
+      operationId: 'merchants.admin.update',
+      summary: 'Suspend, reactivate or re-plan a merchant',
+      description:
+        'Changes `status` (`active` | `suspended`) and/or `plan`. Suspending refuses new tokens at once and kills every access token the merchant holds within a second, at the gateway and in every service; tokens issued before a suspension stay dead after reactivation. Emits `merchants.updated`. Operators only.',
+      tags: ['merchants'],
+      security: [{ operator: [] }],
+      requestBody: {
+        required: true,
+        content: jsonContent({
+          type: 'object',
+          additionalProperties: false,
+          minProperties: 1,
+          properties: { status: { type: 'string', enum: ['active', 'suspended'] }, plan: { type: 'string', enum: ['sandbox', 'standard', 'scale'] } },
+        }),
+      },
+      responses: {
+        '200': { description: 'The merchant as it is now.', headers: commonHeaders(), content: jsonContent(ref('schemas', 'Merchant')) },
+        '400': ref('responses', 'MalformedRequest'),
+        '413': ref('responses', 'PayloadTooLarge'),
+        '415': ref('responses', 'UnsupportedMediaType'),
+        '422': ref('responses', 'ValidationFailed'),
+        ...operatorErrors,
+      },
+    },
+  },
   '/admin/v1/merchants/{id}/throttle': {
     parameters: [ref('parameters', 'MerchantId')],
     get: {
