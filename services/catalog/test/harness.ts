@@ -272,3 +272,24 @@ export function problemShape(body: Record<string, unknown>, id: string): Record<
 export function fieldsOf(response: ApiResponse): string[] {
   return ((response.body?.errors ?? []) as { field: string }[]).map((error) => error.field).sort();
 }
+
+/**
+ * The hooks every PostgreSQL catalog suite shares: one service per file, a fresh merchant per
+ * test, and no test may leave an event that breaks the catalogue.
+ */
+export function useHarness(onStart: (harness: Harness) => void, onMerchant: (api: ApiClient) => void): void {
+  let harness: Harness | undefined;
+  before(async () => {
+    harness = await startHarness();
+    onStart(harness);
+  });
+  after(async () => {
+    await harness?.stop();
+  });
+  beforeEach(async () => {
+    onMerchant(await harness!.merchant());
+  });
+  afterEach(() => {
+    assert.deepEqual(harness!.events.takeProblems(), [], 'every published event matches the event catalogue');
+  });
+}

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { newId } from '@merx/kit';
-import { ISSUER, startHarness, type ApiClient, type ApiResponse, type Harness } from './harness.js';
+import { ISSUER, useHarness, type ApiClient, type ApiResponse, type Harness } from './harness.js';
 
 const BODY = { sku: 'IDEM-1', title: 'Idempotent', price: '5.00', currency: 'EUR' };
 
@@ -8,18 +8,7 @@ describe('catalog: authentication and idempotency (PostgreSQL)', () => {
   let harness: Harness;
   let api: ApiClient;
 
-  before(async () => {
-    harness = await startHarness();
-  });
-  after(async () => {
-    await harness?.stop();
-  });
-  beforeEach(async () => {
-    api = await harness.merchant();
-  });
-  afterEach(() => {
-    assert.deepEqual(harness.events.takeProblems(), []);
-  });
+  useHarness((started) => (harness = started), (merchant) => (api = merchant));
 
   const ids = async (client: ApiClient) => (await client.get('/api/v1/products?limit=100')).body.data.map((p: { id: string }) => p.id);
 

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { fieldsOf, startHarness, type ApiClient, type Harness } from './harness.js';
+import { fieldsOf, useHarness, type ApiClient, type Harness } from './harness.js';
 
 const SEED = { sku: 'TSHIRT-BLK-M', title: 'Black T-shirt, size M', price: '19.99', currency: 'USD' };
 const PRODUCT_ID = /^prod_[0-9a-hjkmnp-tv-z]{26}$/;
@@ -9,18 +9,7 @@ describe('catalog: creating products (PostgreSQL)', () => {
   let harness: Harness;
   let api: ApiClient;
 
-  before(async () => {
-    harness = await startHarness();
-  });
-  after(async () => {
-    await harness?.stop();
-  });
-  beforeEach(async () => {
-    api = await harness.merchant();
-  });
-  afterEach(() => {
-    assert.deepEqual(harness.events.takeProblems(), [], 'every published event matches the event catalogue');
-  });
+  useHarness((started) => (harness = started), (merchant) => (api = merchant));
 
   async function assertCreated(path: string) {
     const response = await api.post(path, SEED);

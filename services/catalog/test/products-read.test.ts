@@ -1,23 +1,12 @@
 import assert from 'node:assert/strict';
 import { newId } from '@merx/kit';
-import { fieldsOf, problemShape, startHarness, type ApiClient, type Harness } from './harness.js';
+import { fieldsOf, problemShape, useHarness, type ApiClient, type Harness } from './harness.js';
 
 describe('catalog: reading products and tenancy (PostgreSQL)', () => {
   let harness: Harness;
   let api: ApiClient;
 
-  before(async () => {
-    harness = await startHarness();
-  });
-  after(async () => {
-    await harness?.stop();
-  });
-  beforeEach(async () => {
-    api = await harness.merchant();
-  });
-  afterEach(() => {
-    assert.deepEqual(harness.events.takeProblems(), []);
-  });
+  useHarness((started) => (harness = started), (merchant) => (api = merchant));
 
   describe('GET /api/v1/products/{id}', () => {
     it('returns the product with its ETag', async () => {

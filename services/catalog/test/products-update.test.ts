@@ -1,22 +1,11 @@
 import assert from 'node:assert/strict';
-import { fieldsOf, startHarness, type ApiClient, type Harness } from './harness.js';
+import { fieldsOf, useHarness, type ApiClient, type Harness } from './harness.js';
 
 describe('catalog: changing and deleting products (PostgreSQL)', () => {
   let harness: Harness;
   let api: ApiClient;
 
-  before(async () => {
-    harness = await startHarness();
-  });
-  after(async () => {
-    await harness?.stop();
-  });
-  beforeEach(async () => {
-    api = await harness.merchant();
-  });
-  afterEach(() => {
-    assert.deepEqual(harness.events.takeProblems(), []);
-  });
+  useHarness((started) => (harness = started), (merchant) => (api = merchant));
 
   const path = (product: { id: string }) => `/api/v1/products/${product.id}`;
   const topics = async () => (await api.events()).map((event) => event.topic);

@@ -120,9 +120,8 @@ async function startDistributedStack(): Promise<Stack> {
   const processes: Record<string, ServiceProcess> = {};
   const bus = await AmqpBus.connect({ url: AMQP_URL, service: 'e2e-observer', logger: quietLogger() });
   const events = await EventObserver.attach(bus, 'e2e-observer');
-  try {
-    for (const name of ['oauth', 'catalog', 'audit', 'gateway']) processes[name] = await startServiceProcess(name, env[name]!, ports[name]!);
-  } catch (error) {
+  // Everything this stack made, undone in reverse: used when a start fails and by stop().
+  const tearDown = async () => {
     await Promise.all(Object.values(processes).map((service) => service.stop()));
     await Promise.all(Object.values(brokerLinks).map((link) => link.close()));
     await events.close();
@@ -130,6 +129,11 @@ async function startDistributedStack(): Promise<Stack> {
     await deleteQueues([auditQueue, `${auditQueue}.poison`, throttleQueue, `${throttleQueue}.poison`]);
     await purgeThrottleState(REDIS_URL, throttlePrefix);
     await database.drop();
+  };
+  try {
+    for (const name of ['oauth', 'catalog', 'audit', 'gateway']) processes[name] = await startServiceProcess(name, env[name]!, ports[name]!);
+  } catch (error) {
+    await tearDown();
     throw error;
   }
   return {
@@ -151,15 +155,7 @@ async function startDistributedStack(): Promise<Stack> {
     async start(name: string) {
       processes[name] = await startServiceProcess(name, env[name]!, ports[name]!);
     },
-    async stop() {
-      await Promise.all(Object.values(processes).map((service) => service.stop()));
-      await Promise.all(Object.values(brokerLinks).map((link) => link.close()));
-      await events.close();
-      await bus.close();
-      await deleteQueues([auditQueue, `${auditQueue}.poison`, throttleQueue, `${throttleQueue}.poison`]);
-      await purgeThrottleState(REDIS_URL, throttlePrefix);
-      await database.drop();
-    },
+    stop: tearDown,
   };
 }
 

@@ -59,22 +59,10 @@ export function entryFromEvent(id: string, event: MerxEvent): UnchainedEntry {
   };
 }
 
-/** The hashed form: the entry as the API shows it, minus the hash itself. */
+/** The hashed form: the entry as the API shows it, plus its merchant, minus the hash itself. */
 function hashedContent(entry: Omit<AuditEntry, 'hash'>): string {
-  return canonicalJson({
-    id: entry.id,
-    merchant_id: entry.merchantId,
-    sequence: entry.sequence,
-    occurred_at: entry.occurredAt,
-    actor: entry.actor,
-    action: entry.action,
-    resource: entry.resource,
-    changes: entry.changes,
-    request_id: entry.requestId,
-    ip: entry.ip,
-    event_id: entry.eventId,
-    prev_hash: entry.prevHash,
-  });
+  const { hash: _unhashed, ...shown } = presentEntry({ ...entry, hash: '' });
+  return canonicalJson({ ...shown, merchant_id: entry.merchantId });
 }
 
 export function hashEntry(entry: Omit<AuditEntry, 'hash'>): string {
