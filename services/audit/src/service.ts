@@ -1,5 +1,4 @@
-import { mountRouter, startService, type Bus, type Consumer, type Db, type Logger, type MerxEvent, type RunningService, type TokenVerifier } from '@merx/kit';
-import { batchPerKey } from './events/batch.js';
+import { batchPerKey, mountRouter, startService, type Bus, type Consumer, type Db, type Logger, type MerxEvent, type RunningService, type TokenVerifier } from '@merx/kit';
 import { auditRoutes } from './routes/audit.js';
 import { purgeEntriesOlderThan } from './store/entries-store.js';
 import { AUDIT_SCHEMA, auditMigrations } from './store/migrations.js';

@@ -84,6 +84,14 @@ describe('OpenAPI document', () => {
     assert.equal(new Set(ids).size, ids.length, `duplicate operationId in ${ids.join(', ')}`);
   });
 
+  it('tags every operation with a tag the document declares', () => {
+    const declared = openApiDocument.tags.map((tag) => tag.name);
+    assert.equal(new Set(declared).size, declared.length, `duplicate tag in ${declared.join(', ')}`);
+    for (const { operation } of everyOperation()) {
+      for (const tag of operation.tags) assert.ok(declared.includes(tag), `${operation.operationId}: undeclared tag ${tag}`);
+    }
+  });
+
   it('resolves every $ref', () => {
     const refs = collectRefs(openApiDocument);
     assert.ok(refs.length > 20);

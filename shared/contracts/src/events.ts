@@ -1,7 +1,11 @@
+import { eventNames } from './event-names.js';
 import { partialOf, prefixedId, timestamp } from './openapi/fragments.js';
 import { apiKeySchema, merchantSchema, productSchema } from './openapi/schemas.js';
+import { systemAlertSchema, webhookSubscriptionSchema } from './openapi/schemas-webhooks.js';
 import { throttleOverrideSchema } from './openapi/paths-throttle.js';
 import type { JsonSchema } from './openapi/types.js';
+
+export { eventNames, eventTopics, topicOf, type EventName } from './event-names.js';
 
 /**
  * Every state change of the platform is one of these events. The same envelope travels on the
@@ -58,14 +62,6 @@ const sourceObject = provisionalObject('source', prefixedId('src', 'Source id.')
 const destinationObject = provisionalObject('destination', prefixedId('dst', 'Destination id.'));
 const ruleObject = provisionalObject('rule', prefixedId('rul', 'Rule id.'));
 const connectionObject = provisionalObject('connection', prefixedId('con', 'Connection id.'));
-const subscriptionObject = provisionalObject('webhook_subscription', prefixedId('wh', 'Webhook subscription id.'), {
-  url: { type: 'string', format: 'uri' },
-  topics: { type: 'array', items: { type: 'string' } },
-});
-const systemAlertObject = provisionalObject('system_alert', { type: 'string', minLength: 1 }, {
-  kind: { type: 'string', examples: ['endpoint_failing', 'event_dead_lettered', 'source_error'] },
-  message: { type: 'string' },
-});
 const appGrantSchema: JsonSchema = {
   type: 'object',
   required: ['id', 'object', 'client_id', 'merchant_id', 'scopes', 'revoked_at'],
@@ -119,7 +115,7 @@ export const eventCatalogue: ReadonlyArray<EventDefinition> = [
     name: 'system_alerts.raised',
     topic: 'system_alerts',
     description: 'Something needs the merchant\'s attention: an endpoint is failing, an event was dead-lettered, a source reported an error.',
-    dataObjectSchema: systemAlertObject,
+    dataObjectSchema: systemAlertSchema,
   },
   ...crudEvents('products', 'product', productSchema, true),
   {
@@ -191,26 +187,26 @@ export const eventCatalogue: ReadonlyArray<EventDefinition> = [
     name: 'webhooks.subscription_created',
     topic: 'webhooks',
     description: 'A webhook subscription was created.',
-    dataObjectSchema: subscriptionObject,
+    dataObjectSchema: webhookSubscriptionSchema,
   },
   {
     name: 'webhooks.subscription_updated',
     topic: 'webhooks',
     description: 'A webhook subscription was changed; `previous` holds the changed fields before the change.',
-    dataObjectSchema: subscriptionObject,
-    dataPreviousSchema: { type: 'object' },
+    dataObjectSchema: webhookSubscriptionSchema,
+    dataPreviousSchema: partialOf(webhookSubscriptionSchema),
   },
   {
     name: 'webhooks.subscription_deleted',
     topic: 'webhooks',
     description: 'A webhook subscription was deleted.',
-    dataObjectSchema: subscriptionObject,
+    dataObjectSchema: webhookSubscriptionSchema,
   },
   {
     name: 'webhooks.secret_rotated',
     topic: 'webhooks',
-    description: 'A webhook subscription\'s signing secret was rotated; the old one keeps signing for 24 h.',
-    dataObjectSchema: subscriptionObject,
+    description: 'A webhook subscription\'s signing secret was rotated; the old one keeps signing for 24 h. `object` is the subscription, never the secret.',
+    dataObjectSchema: webhookSubscriptionSchema,
   },
   {
     name: 'sandbox.reset',
@@ -220,46 +216,10 @@ export const eventCatalogue: ReadonlyArray<EventDefinition> = [
   },
 ];
 
-/** The catalogue's names as literals, so publishers get a typo caught by the compiler. */
-export const eventNames = [
-  'orders.created',
-  'reviews.submitted',
-  'campaign_spend.updated',
-  'system_alerts.raised',
-  'products.created',
-  'products.updated',
-  'products.deleted',
-  'merchants.created',
-  'merchants.updated',
-  'merchants.throttle_updated',
-  ...(['sources', 'destinations', 'rules', 'connections'] as const).flatMap(
-    (topic) => [`${topic}.created`, `${topic}.updated`, `${topic}.deleted`] as const,
-  ),
-  'auth.token_issued',
-  'auth.denied',
-  'api_keys.created',
-  'api_keys.revoked',
-  'apps.grant_revoked',
-  'webhooks.subscription_created',
-  'webhooks.subscription_updated',
-  'webhooks.subscription_deleted',
-  'webhooks.secret_rotated',
-  'sandbox.reset',
-] as const;
-
-export type EventName = (typeof eventNames)[number];
-
 const catalogueByName = new Map(eventCatalogue.map((event) => [event.name, event]));
 
 export function findEventDefinition(eventName: string): EventDefinition | undefined {
   return catalogueByName.get(eventName);
-}
-
-/** `webhooks.subscription_created` → `webhooks`: what a subscription to a whole topic matches. */
-export function topicOf(eventName: string): string {
-  const dot = eventName.indexOf('.');
-  if (dot <= 0) throw new Error(`not an event name: ${eventName}`);
-  return eventName.slice(0, dot);
 }
 
 export const eventEnvelopeSchema: JsonSchema = {

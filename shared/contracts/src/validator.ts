@@ -46,7 +46,9 @@ const httpMethods: HttpMethod[] = ['get', 'post', 'put', 'patch', 'delete'];
 const componentSchemaUri = 'https://merx.dev/contracts/openapi/components/schemas/';
 
 export function createContractValidator(document: OpenApiDocument = openApiDocument): ContractValidator {
-  const ajv = new Ajv2020({ allErrors: true, strict: true, strictTypes: true, strictRequired: false, allowUnionTypes: true });
+  // inlineRefs: false compiles a referenced component once instead of copying it into every schema that
+  // refers to it; EventDataByTopic (a branch per catalogue event) would otherwise be compiled three times.
+  const ajv = new Ajv2020({ allErrors: true, strict: true, strictTypes: true, strictRequired: false, allowUnionTypes: true, inlineRefs: false });
   addFormats(ajv);
   ajv.addVocabulary(['example', 'xml', 'externalDocs']);
   for (const [name, schema] of Object.entries(document.components.schemas)) {

@@ -13,6 +13,8 @@ export interface AccessClaims {
   expiresAt: number;
   /** The merchant's plan (`sandbox`, `standard`, `scale`) when the token names it; sizes its throttle budgets. */
   plan?: string | undefined;
+  /** `sandbox` or `live` when the token names it; live merchants get the stricter rules (https webhooks). */
+  mode?: 'sandbox' | 'live' | undefined;
   /** The token's `iat` in seconds: a revocation kills the tokens issued at or before it. */
   issuedAt: number;
   actor: Actor;
@@ -57,6 +59,7 @@ export function claimsFromPayload(payload: JWTPayload & Record<string, unknown>)
     tokenId: payload.jti,
     expiresAt: (payload.exp ?? 0) * 1000,
     plan: typeof payload.plan === 'string' ? payload.plan : undefined,
+    mode: payload.merchant_mode === 'sandbox' || payload.merchant_mode === 'live' ? payload.merchant_mode : undefined,
     issuedAt: typeof payload.iat === 'number' ? payload.iat : 0,
     actor: actorOf(payload),
   };

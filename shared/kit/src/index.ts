@@ -25,3 +25,4 @@ export * from './maintenance.js';
 export * from './service.js';
 export * from './revocations.js';
 export * from './canonical-json.js';
+export * from './batch.js';

@@ -1,3 +1,5 @@
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { AmqpBus } from './amqp-bus.js';
 import { createJwksTokenVerifier, type TokenVerifier } from './auth.js';
@@ -76,9 +78,51 @@ export async function connectDistributedInfrastructure(service: string, config: 
 /** Until the oauth service says otherwise (its snapshot names the real lifetime). */
 export const DEFAULT_MAX_TOKEN_LIFETIME_SECONDS = 900;
 
+/** The data directory is someone else's: another Merx process has it open. */
+export class DataDirInUse extends Error {
+  constructor(dataDir: string, pid: number) {
+    super(`${dataDir} is in use by process ${pid}; stop it first or choose another MERX_DATA_DIR`);
+    this.name = 'DataDirInUse';
+  }
+}
+
+function processIsAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * One process per PGlite data directory, and recovery after a crash. PGlite leaves its
+ * postmaster.pid behind when the process is killed, and then waits forever on the next open;
+ * our own lock file (with a pid we can check) says whether that file is stale. PostgreSQL's WAL
+ * replay restores every committed transaction once it is gone.
+ */
+function claimDataDir(dataDir: string): () => void {
+  const lockFile = path.join(dataDir, 'merx.pid');
+  mkdirSync(dataDir, { recursive: true });
+  const holder = Number.parseInt(existsSync(lockFile) ? readFileSync(lockFile, 'utf8') : '', 10);
+  if (Number.isInteger(holder) && holder !== process.pid && processIsAlive(holder)) throw new DataDirInUse(dataDir, holder);
+  rmSync(path.join(dataDir, 'postmaster.pid'), { force: true });
+  writeFileSync(lockFile, String(process.pid));
+  return () => rmSync(lockFile, { force: true });
+}
+
 /** PGlite returns int8 as bigint; the pg driver is set to numbers. Both drivers must look alike to stores. */
 export async function openPglite(dataDir: string | undefined): Promise<PGlite> {
-  return PGlite.create(dataDir ? { dataDir, parsers: { 20: (value: string) => Number(value) } } : { parsers: { 20: (value: string) => Number(value) } });
+  const parsers = { 20: (value: string) => Number(value) };
+  if (!dataDir) return PGlite.create({ parsers });
+  const release = claimDataDir(dataDir);
+  const pglite = await PGlite.create({ dataDir, parsers });
+  const close = pglite.close.bind(pglite);
+  pglite.close = async () => {
+    await close();
+    release();
+  };
+  return pglite;
 }
 
 export { createPgliteDb };

@@ -50,6 +50,11 @@ export const headers: Record<string, HeaderObject> = {
     schema: { type: 'string', pattern: '^(Bearer|Basic)\\b' },
   },
   Allow: { description: 'Methods the path does allow.', required: true, schema: { type: 'string' } },
+  Location: {
+    description: 'Path of the created resource, e.g. `/api/v1/webhooks/subscriptions/wh_...`.',
+    required: true,
+    schema: { type: 'string', pattern: '^(https?://[^/]+)?/api/v1/' },
+  },
 };
 
 /** Headers that may come with any response: the request id always, rate-limit state where a class applied. */
@@ -89,6 +94,11 @@ export const responses: Record<string, ResponseObject> = {
   Conflict: problemResponse('The change clashes with the current state (duplicate sku, disallowed status transition).', ['conflict']),
   CreateConflict: problemResponse(
     'Duplicate sku (`conflict`), or a request with the same Idempotency-Key is still running (`idempotency_key_in_use`).',
+    ['conflict', 'idempotency_key_in_use'],
+  ),
+  IdempotencyKeyInUse: problemResponse('A request with the same Idempotency-Key is still running.', ['idempotency_key_in_use']),
+  ReplayConflict: problemResponse(
+    'The dead letter\'s subscription is disabled (`conflict`; enable it first), or a request with the same Idempotency-Key is still running (`idempotency_key_in_use`).',
     ['conflict', 'idempotency_key_in_use'],
   ),
   PreconditionFailed: problemResponse('If-Match does not match the current ETag.', ['precondition_failed']),
@@ -163,6 +173,27 @@ export const parameters: Record<string, ParameterObject> = {
     in: 'path',
     required: true,
     description: 'Product id (`prod_...`).',
+    schema: { type: 'string' },
+  },
+  SubscriptionId: {
+    name: 'id',
+    in: 'path',
+    required: true,
+    description: 'Webhook subscription id (`wh_...`).',
+    schema: { type: 'string' },
+  },
+  DeliveryId: {
+    name: 'id',
+    in: 'path',
+    required: true,
+    description: 'Webhook delivery id (`del_...`); a dead letter has the id of its dead delivery.',
+    schema: { type: 'string' },
+  },
+  EventId: {
+    name: 'id',
+    in: 'path',
+    required: true,
+    description: 'Event id (`evt_...`).',
     schema: { type: 'string' },
   },
 };

@@ -7,6 +7,8 @@ type ErrorResponseName =
   | 'NotFound'
   | 'Conflict'
   | 'CreateConflict'
+  | 'IdempotencyKeyInUse'
+  | 'ReplayConflict'
   | 'PreconditionFailed'
   | 'PayloadTooLarge'
   | 'UnsupportedMediaType'
@@ -18,6 +20,8 @@ const errorStatus: Record<ErrorResponseName, string> = {
   NotFound: '404',
   Conflict: '409',
   CreateConflict: '409',
+  IdempotencyKeyInUse: '409',
+  ReplayConflict: '409',
   PreconditionFailed: '412',
   PayloadTooLarge: '413',
   UnsupportedMediaType: '415',

@@ -1,0 +1,76 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { createLocalJWKSet, exportJWK, generateKeyPair, SignJWT } from 'jose';
+import { API_AUDIENCE } from './runtime.js';
+import { createTokenVerifier, type TokenVerifier } from './auth.js';
+import { createPostgresDb, type Db } from './db.js';
+
+/**
+ * Test support for service component suites (`@merx/kit/testing`): kept out of the main entry
+ * point so no production code path can reach it.
+ */
+
+const ADMIN_URL = process.env.MERX_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+
+/** A PostgreSQL database of its own for one suite, dropped at the end: runs never see each other's rows. */
+export async function createScratchDatabase(prefix: string, maxConnections = 10): Promise<{ db: Db; url: string; drop(): Promise<void> }> {
+  const admin = createPostgresDb(ADMIN_URL, { maxConnections: 1 });
+  const name = `${prefix}_${randomBytes(6).toString('hex')}`;
+  await admin.query(`CREATE DATABASE ${name}`);
+  const url = new URL(ADMIN_URL);
+  url.pathname = `/${name}`;
+  const db = createPostgresDb(url.toString(), { maxConnections, applicationName: prefix });
+  return {
+    db,
+    url: url.toString(),
+    async drop() {
+      await db.close();
+      await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await admin.close();
+    },
+  };
+}
+
+export interface TestTokenIssuer {
+  verifier: TokenVerifier;
+  /** An access token as the oauth service would mint it for this merchant. */
+  sign(claims: { merchantId: string; scope: string; mode?: 'sandbox' | 'live' }): Promise<string>;
+}
+
+export const TEST_ISSUER = 'http://localhost:8080/oauth';
+
+/** A signing key and the verifier that trusts it, for services tested without the oauth service. */
+export async function createTestTokenIssuer(): Promise<TestTokenIssuer> {
+  const { publicKey, privateKey } = await generateKeyPair('ES256', { extractable: true });
+  const kid = `test-${randomBytes(4).toString('hex')}`;
+  const jwk = { ...(await exportJWK(publicKey)), kid, alg: 'ES256', use: 'sig' };
+  const verifier = createTokenVerifier(createLocalJWKSet({ keys: [jwk] }), { issuer: TEST_ISSUER, audience: API_AUDIENCE });
+  return {
+    verifier,
+    async sign({ merchantId, scope, mode }) {
+      const now = Math.floor(Date.now() / 1000);
+      return new SignJWT({ merchant_id: merchantId, client_id: `mx_test_${randomBytes(8).toString('hex')}`, scope, ...(mode ? { merchant_mode: mode } : {}) })
+        .setProtectedHeader({ alg: 'ES256', kid, typ: 'at+jwt' })
+        .setIssuer(TEST_ISSUER)
+        .setAudience(API_AUDIENCE)
+        .setJti(randomUUID())
+        .setIssuedAt(now)
+        .setExpirationTime(now + 900)
+        .sign(privateKey);
+    },
+  };
+}
+
+/** Time that moves only when the test says so. */
+export class ManualClock {
+  private current: number;
+  constructor(start = new Date('2026-01-05T09:00:00.000Z')) {
+    this.current = start.getTime();
+  }
+  now = (): Date => new Date(this.current);
+  advance(ms: number): void {
+    this.current += ms;
+  }
+  set(date: Date): void {
+    this.current = date.getTime();
+  }
+}
