@@ -1,0 +1,110 @@
+import { createContractValidator } from '@merx/contracts';
+import { batchPerKey, mountRouter, startService, type Bus, type Consumer, type Db, type Logger, type MerxEvent, type ReadinessCheck, type RunningService, type TokenVerifier } from '@merx/kit';
+import { WebhookSender } from './delivery/sender.js';
+import type { HostResolver } from './delivery/addresses.js';
+import { DeliveryWorker } from './engine/worker.js';
+import { eventRoutes, webhookRoutes } from './routes/webhooks.js';
+import type { WebhookSettings } from './settings.js';
+import { purgeExpiredEvents } from './store/events-store.js';
+import { WEBHOOKS_SCHEMA, webhooksMigrations } from './store/migrations.js';
+import { deliveryUseCases } from './usecases/deliveries.js';
+import { fanOut } from './usecases/fanout.js';
+import { attemptOutcomes } from './usecases/outcomes.js';
+import { subscriptionUseCases } from './usecases/subscriptions.js';
+
+export interface WebhooksDeps {
+  db: Db;
+  bus: Bus;
+  logger: Logger;
+  verifier: TokenVerifier;
+  readiness?: ReadinessCheck[];
+  port: number;
+  host?: string;
+  /** The durable queue fan-out consumes `merx.events` through; replicas share it. */
+  queue?: string;
+  settings: WebhookSettings;
+  /** DNS for the address checks (tests inject one); the system resolver otherwise. */
+  resolver?: HostResolver;
+  /** Tests pin time and jitter. */
+  now?: () => Date;
+  random?: () => number;
+  /** How often an idle worker looks for retries that became due. */
+  pollIntervalMs?: number;
+}
+
+export interface RunningWebhooks extends RunningService {
+  consumer: Consumer;
+  worker: DeliveryWorker;
+}
+
+/**
+ * Subscriptions, the events API, fan-out from the bus and the delivery workers. Every replica
+ * runs all of them: fan-out shares the durable queue, workers share the PostgreSQL work queue.
+ */
+export async function startWebhooks(deps: WebhooksDeps): Promise<RunningWebhooks> {
+  const { db, logger, settings } = deps;
+  const now = deps.now ?? (() => new Date());
+  const policy = { allowPrivateAddresses: settings.allowPrivateAddresses, allowedPrivateHosts: settings.allowedPrivateHosts, requireHttps: false };
+  const sender = new WebhookSender({
+    policy,
+    connectTimeoutMs: settings.connectTimeoutMs,
+    totalTimeoutMs: settings.totalTimeoutMs,
+    connectionsPerOrigin: settings.maxInFlightPerEndpoint,
+    ...(deps.resolver ? { lookup: deps.resolver } : {}),
+  });
+  let worker: DeliveryWorker | undefined;
+  const service = await startService({
+    name: 'webhooks',
+    schema: WEBHOOKS_SCHEMA,
+    migrations: webhooksMigrations,
+    db,
+    bus: deps.bus,
+    logger,
+    port: deps.port,
+    ...(deps.host ? { host: deps.host } : {}),
+    ...(deps.readiness ? { readiness: deps.readiness } : {}),
+    routes: (koa, outbox) => {
+      const subscriptions = subscriptionUseCases({ db, outbox, settings, now, ...(deps.resolver ? { lookup: deps.resolver } : {}) });
+      const deliveries = deliveryUseCases({ db, eventRetentionDays: settings.eventRetentionDays, onDeliveriesDue: () => worker?.wake(), now });
+      mountRouter(koa, webhookRoutes(subscriptions, deliveries, deps.verifier, db));
+      mountRouter(koa, eventRoutes(deliveries, deps.verifier));
+    },
+    maintenance: [
+      {
+        name: 'expired events and deliveries',
+        run: () => db.transaction((tx) => purgeExpiredEvents(tx, new Date(now().getTime() - settings.eventRetentionDays * 86_400_000))),
+      },
+    ],
+  });
+  worker = new DeliveryWorker({
+    db,
+    logger: logger.child({ component: 'delivery-worker' }),
+    sender,
+    recordFinishedAttempts: attemptOutcomes(service.outbox),
+    retryPolicy: { schedule: settings.retrySchedule, windowMs: settings.retryWindowMs, ...(deps.random ? { random: deps.random } : {}) },
+    concurrency: settings.workerConcurrency,
+    maxInFlightPerEndpoint: settings.maxInFlightPerEndpoint,
+    staleAfterMs: settings.workerStaleAfterMs,
+    now,
+    ...(deps.pollIntervalMs ? { pollIntervalMs: deps.pollIntervalMs } : {}),
+  });
+  await worker.start();
+  const fanOutEvents = fanOut({ db, logger, validator: createContractValidator(), now });
+  // Events arriving while a batch commits go together in the next one: one transaction for many.
+  const fanOutInBatches = batchPerKey<MerxEvent>(async (_key, events) => {
+    const due = await fanOutEvents(events);
+    if (due > 0) worker!.wake();
+  }, 500);
+  const consumer = await deps.bus.consume({ queue: deps.queue ?? 'webhooks.events', bindings: ['#'], prefetch: 512 }, (event) => fanOutInBatches('events', event));
+  return {
+    ...service,
+    consumer,
+    worker,
+    async stop() {
+      await consumer.close();
+      await worker!.stop();
+      await service.stop();
+      await sender.close();
+    },
+  };
+}

@@ -1,0 +1,115 @@
+import { configFields, distributedServiceConfig, loadConfig, z } from '@merx/kit';
+
+/** How the delivery engine behaves; validated before the service opens a port. */
+export interface WebhookSettings {
+  /** Deliver to private, loopback, link-local and CGNAT addresses (local development only). */
+  allowPrivateAddresses: boolean;
+  /** Exact hostnames or IP literals exempt from the private-address refusal (an operator's internal ERP). */
+  allowedPrivateHosts: string[];
+  /** Waits between attempts, in ms: the n-th failure waits the n-th step, the last step repeats. */
+  retrySchedule: number[];
+  /** No attempt is scheduled later than this long after the first one; then the delivery is dead. */
+  retryWindowMs: number;
+  /** Attempts in flight to one endpoint at once, across every worker. */
+  maxInFlightPerEndpoint: number;
+  /** Attempts in flight in one worker process. */
+  workerConcurrency: number;
+  /** A worker silent this long is presumed dead and its claimed deliveries go back to the queue. */
+  workerStaleAfterMs: number;
+  connectTimeoutMs: number;
+  totalTimeoutMs: number;
+  /** How long after a rotation the old secret keeps signing. */
+  secretOverlapMs: number;
+  /** Events (and finished deliveries) older than this are purged. */
+  eventRetentionDays: number;
+}
+
+/** Standard Webhooks' schedule, stretched to fill the 72-hour window. */
+export const DEFAULT_RETRY_SCHEDULE = '5s,5m,30m,2h,5h,10h,14h,20h';
+export const DEFAULT_RETRY_WINDOW = '72h';
+
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** `1500ms`, `5s`, `30m`, `2h`, `3d` → milliseconds; undefined when the text is not a duration. */
+export function parseDuration(text: string): number | undefined {
+  const match = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\s*$/.exec(text);
+  if (!match) return undefined;
+  return Math.round(Number(match[1]) * UNIT_MS[match[2]!]!);
+}
+
+const duration = (fallback: string) =>
+  z
+    .string()
+    .default(fallback)
+    .transform((text, ctx) => {
+      const ms = parseDuration(text);
+      if (ms === undefined || ms <= 0) {
+        ctx.addIssue({ code: 'custom', message: `must be a duration such as 5s, 30m or 72h (got "${text}")` });
+        return z.NEVER;
+      }
+      return ms;
+    });
+
+const schedule = z
+  .string()
+  .default(DEFAULT_RETRY_SCHEDULE)
+  .transform((text, ctx) => {
+    const steps = text.split(',').map((step) => parseDuration(step));
+    if (steps.length === 0 || steps.some((step) => step === undefined || step <= 0)) {
+      ctx.addIssue({ code: 'custom', message: `must be comma-separated durations such as 5s,5m,30m (got "${text}")` });
+      return z.NEVER;
+    }
+    return steps as number[];
+  });
+
+const flag = (fallback: boolean) =>
+  z
+    .enum(['true', 'false', '1', '0'], { error: 'must be true or false' })
+    .default(fallback ? 'true' : 'false')
+    .transform((value) => value === 'true' || value === '1');
+
+/** The environment variables of the delivery engine, shared by the distributed and embedded modes. */
+export const webhookSettingsSchema = (defaults: { allowPrivate: boolean }) =>
+  z.object({
+    MERX_WEBHOOK_ALLOW_PRIVATE: flag(defaults.allowPrivate),
+    MERX_WEBHOOK_ALLOWED_PRIVATE_HOSTS: z
+      .string()
+      .default('')
+      .transform((text) => text.split(',').map((host) => host.trim().toLowerCase()).filter(Boolean)),
+    MERX_WEBHOOK_RETRY_SCHEDULE: schedule,
+    MERX_WEBHOOK_RETRY_WINDOW: duration(DEFAULT_RETRY_WINDOW),
+    MERX_WEBHOOK_MAX_IN_FLIGHT: configFields.positiveInt(10),
+    MERX_WEBHOOK_CONCURRENCY: configFields.positiveInt(256),
+    MERX_WEBHOOK_WORKER_STALE_AFTER: duration('15s'),
+    MERX_WEBHOOK_CONNECT_TIMEOUT: duration('5s'),
+    MERX_WEBHOOK_TIMEOUT: duration('15s'),
+    MERX_WEBHOOK_SECRET_OVERLAP: duration('24h'),
+    MERX_EVENT_RETENTION_DAYS: configFields.positiveInt(30),
+  });
+
+export function toWebhookSettings(config: z.infer<ReturnType<typeof webhookSettingsSchema>>): WebhookSettings {
+  return {
+    allowPrivateAddresses: config.MERX_WEBHOOK_ALLOW_PRIVATE,
+    allowedPrivateHosts: config.MERX_WEBHOOK_ALLOWED_PRIVATE_HOSTS,
+    retrySchedule: config.MERX_WEBHOOK_RETRY_SCHEDULE,
+    retryWindowMs: config.MERX_WEBHOOK_RETRY_WINDOW,
+    maxInFlightPerEndpoint: config.MERX_WEBHOOK_MAX_IN_FLIGHT,
+    workerConcurrency: config.MERX_WEBHOOK_CONCURRENCY,
+    workerStaleAfterMs: config.MERX_WEBHOOK_WORKER_STALE_AFTER,
+    connectTimeoutMs: config.MERX_WEBHOOK_CONNECT_TIMEOUT,
+    totalTimeoutMs: config.MERX_WEBHOOK_TIMEOUT,
+    secretOverlapMs: config.MERX_WEBHOOK_SECRET_OVERLAP,
+    eventRetentionDays: config.MERX_EVENT_RETENTION_DAYS,
+  };
+}
+
+/** Settings from an environment; the embedded mode allows private addresses by default (a laptop's receiver). */
+export function webhookSettingsFromEnv(env: Record<string, string | undefined>, defaults = { allowPrivate: false }): WebhookSettings {
+  return toWebhookSettings(loadConfig('webhooks', webhookSettingsSchema(defaults), env));
+}
+
+export const webhooksServiceConfig = distributedServiceConfig(3004)
+  .extend(webhookSettingsSchema({ allowPrivate: false }).shape)
+  .extend({
+    MERX_WEBHOOKS_QUEUE: z.string().regex(/^[a-z0-9._-]{1,200}$/, 'must be a queue name of a-z 0-9 . _ -').default('webhooks.events'),
+  });

@@ -1,0 +1,81 @@
+import type { MerchantId, Queryable } from '@merx/kit';
+import type { StoredEvent, WebhookPayload } from '../domain/delivery.js';
+import { WEBHOOKS_SCHEMA } from './migrations.js';
+
+const TABLE = `${WEBHOOKS_SCHEMA}.events`;
+
+interface EventRow {
+  merchant_id: string;
+  id: string;
+  topic: string;
+  created_at: Date;
+  payload: string;
+}
+
+function toStoredEvent(row: EventRow): StoredEvent {
+  return { id: row.id, merchantId: row.merchant_id, topic: row.topic, createdAt: row.created_at, payload: JSON.parse(row.payload) as WebhookPayload, payloadText: row.payload };
+}
+
+export async function insertEvents(tx: Queryable, events: StoredEvent[]): Promise<void> {
+  if (events.length === 0) return;
+  await tx.query(
+    `INSERT INTO ${TABLE} (merchant_id, id, topic, created_at, payload)
+     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::text[])
+     ON CONFLICT DO NOTHING`,
+    [events.map((e) => e.merchantId), events.map((e) => e.id), events.map((e) => e.topic), events.map((e) => e.createdAt.toISOString()), events.map((e) => e.payloadText)],
+  );
+}
+
+export async function findEventForMerchant(db: Queryable, merchantId: MerchantId, id: string): Promise<StoredEvent | undefined> {
+  const { rows } = await db.query<EventRow>(`SELECT merchant_id, id, topic, created_at, payload FROM ${TABLE} WHERE merchant_id = $1 AND id = $2`, [merchantId, id]);
+  return rows[0] ? toStoredEvent(rows[0]) : undefined;
+}
+
+export interface EventFilters {
+  /** An exact event name or a whole topic. */
+  topic?: string;
+  since?: Date;
+  until?: Date;
+}
+
+/** Newest first; only what is younger than the retention, even before the purge has run. */
+export async function listEventsForMerchant(db: Queryable, merchantId: MerchantId, page: { limit: number; after?: string | undefined }, filters: EventFilters, notBefore: Date): Promise<StoredEvent[]> {
+  const params: unknown[] = [merchantId, notBefore];
+  const conditions = ['merchant_id = $1', 'created_at >= $2'];
+  const add = (sql: string, value: unknown) => {
+    params.push(value);
+    conditions.push(sql.replaceAll('?', `$${params.length}`));
+  };
+  if (page.after) add('id < ?', page.after);
+  if (filters.topic) add(filters.topic.includes('.') ? 'topic = ?' : `topic LIKE ? || '.%'`, filters.topic);
+  if (filters.since) add('created_at >= ?', filters.since);
+  if (filters.until) add('created_at < ?', filters.until);
+  params.push(page.limit + 1);
+  const { rows } = await db.query<EventRow>(
+    `SELECT merchant_id, id, topic, created_at, payload FROM ${TABLE} WHERE ${conditions.join(' AND ')} ORDER BY id DESC LIMIT $${params.length}`,
+    params,
+  );
+  return rows.map(toStoredEvent);
+}
+
+/**
+ * Events past retention go, unless a delivery still needs their payload (one waiting, or a dead
+ * letter not yet replayed); finished deliveries of that age go first, with their attempts.
+ */
+export async function purgeExpiredEvents(tx: Queryable, before: Date): Promise<void> {
+  await tx.query(
+    `WITH gone AS (
+       DELETE FROM ${WEBHOOKS_SCHEMA}.deliveries
+       WHERE created_at < $1 AND (status = 'succeeded' OR (status = 'dead' AND replayed_by IS NOT NULL))
+       RETURNING merchant_id, id
+     )
+     DELETE FROM ${WEBHOOKS_SCHEMA}.attempts a USING gone WHERE a.merchant_id = gone.merchant_id AND a.delivery_id = gone.id`,
+    [before],
+  );
+  await tx.query(
+    `DELETE FROM ${TABLE} e WHERE e.created_at < $1
+       AND NOT EXISTS (SELECT 1 FROM ${WEBHOOKS_SCHEMA}.deliveries d WHERE d.merchant_id = e.merchant_id AND d.event_id = e.id)`,
+    [before],
+  );
+  await tx.query(`DELETE FROM ${WEBHOOKS_SCHEMA}.inbox WHERE received_at < $1`, [before]);
+}

@@ -1,0 +1,139 @@
+import type { MerchantId, Queryable } from '@merx/kit';
+import type { DisabledReason, Subscription, SubscriptionChanges, SubscriptionInput, SubscriptionStatus } from '../domain/subscription.js';
+import { WEBHOOKS_SCHEMA } from './migrations.js';
+
+const TABLE = `${WEBHOOKS_SCHEMA}.subscriptions`;
+export const SUBSCRIPTION_COLUMNS =
+  'merchant_id, id, url, topics, description, status, disabled_reason, secret, previous_secret, previous_secret_expires_at, secret_rotated_at, failing_since, version, created_at, updated_at';
+
+export interface SubscriptionRow {
+  merchant_id: string;
+  id: string;
+  url: string;
+  topics: string[];
+  description: string | null;
+  status: SubscriptionStatus;
+  disabled_reason: DisabledReason | null;
+  secret: string;
+  previous_secret: string | null;
+  previous_secret_expires_at: Date | null;
+  secret_rotated_at: Date | null;
+  failing_since: Date | null;
+  version: number;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export function toSubscription(row: SubscriptionRow): Subscription {
+  return {
+    id: row.id,
+    merchantId: row.merchant_id,
+    url: row.url,
+    topics: row.topics,
+    description: row.description,
+    status: row.status,
+    disabledReason: row.disabled_reason,
+    secret: row.secret,
+    previousSecret: row.previous_secret,
+    previousSecretExpiresAt: row.previous_secret_expires_at,
+    secretRotatedAt: row.secret_rotated_at,
+    failingSince: row.failing_since,
+    version: Number(row.version),
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+export async function insertSubscriptionForMerchant(db: Queryable, merchantId: MerchantId, id: string, input: SubscriptionInput, secret: string, now: Date): Promise<Subscription> {
+  const { rows } = await db.query<SubscriptionRow>(
+    `INSERT INTO ${TABLE} (merchant_id, id, url, topics, description, status, disabled_reason, secret, version, created_at, updated_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 1, $9, $9)
+     RETURNING ${SUBSCRIPTION_COLUMNS}`,
+    [merchantId, id, input.url, input.topics, input.description, input.status, input.status === 'disabled' ? 'by_merchant' : null, secret, now],
+  );
+  return toSubscription(rows[0]!);
+}
+
+export async function findSubscriptionForMerchant(db: Queryable, merchantId: MerchantId, id: string, options: { forUpdate?: boolean } = {}): Promise<Subscription | undefined> {
+  const { rows } = await db.query<SubscriptionRow>(
+    `SELECT ${SUBSCRIPTION_COLUMNS} FROM ${TABLE} WHERE merchant_id = $1 AND id = $2${options.forUpdate ? ' FOR UPDATE' : ''}`,
+    [merchantId, id],
+  );
+  return rows[0] ? toSubscription(rows[0]) : undefined;
+}
+
+/** The enabled subscriptions of these merchants: what fan-out matches events against. */
+export async function enabledSubscriptionsOfMerchants(db: Queryable, merchantIds: string[]): Promise<Subscription[]> {
+  const { rows } = await db.query<SubscriptionRow>(
+    `SELECT ${SUBSCRIPTION_COLUMNS} FROM ${TABLE} WHERE merchant_id = ANY($1) AND status = 'enabled'`,
+    [merchantIds],
+  );
+  return rows.map(toSubscription);
+}
+
+export async function listSubscriptionsForMerchant(db: Queryable, merchantId: MerchantId, page: { limit: number; after?: string | undefined }, filters: { status?: SubscriptionStatus }): Promise<Subscription[]> {
+  const params: unknown[] = [merchantId];
+  const conditions = ['merchant_id = $1'];
+  if (page.after) {
+    params.push(page.after);
+    conditions.push(`id < $${params.length}`);
+  }
+  if (filters.status) {
+    params.push(filters.status);
+    conditions.push(`status = $${params.length}`);
+  }
+  params.push(page.limit + 1);
+  const { rows } = await db.query<SubscriptionRow>(
+    `SELECT ${SUBSCRIPTION_COLUMNS} FROM ${TABLE} WHERE ${conditions.join(' AND ')} ORDER BY id DESC LIMIT $${params.length}`,
+    params,
+  );
+  return rows.map(toSubscription);
+}
+
+export async function updateSubscriptionForMerchant(
+  tx: Queryable,
+  merchantId: MerchantId,
+  id: string,
+  changes: SubscriptionChanges & { disabledReason?: DisabledReason | null },
+  now: Date,
+): Promise<Subscription> {
+  const columns: Record<string, string> = { url: 'url', topics: 'topics', description: 'description', status: 'status', disabledReason: 'disabled_reason' };
+  const params: unknown[] = [merchantId, id, now];
+  const sets = Object.entries(changes).map(([key, value]) => {
+    params.push(value);
+    return `${columns[key]} = $${params.length}`;
+  });
+  // A merchant re-enabling an endpoint starts it afresh: the failure clock and the reason go.
+  if (changes.status === 'enabled') sets.push('disabled_reason = NULL', 'failing_since = NULL');
+  const { rows } = await tx.query<SubscriptionRow>(
+    `UPDATE ${TABLE} SET ${[...sets, 'version = version + 1', 'updated_at = $3'].join(', ')}
+     WHERE merchant_id = $1 AND id = $2 RETURNING ${SUBSCRIPTION_COLUMNS}`,
+    params,
+  );
+  return toSubscription(rows[0]!);
+}
+
+export async function rotateSubscriptionSecret(tx: Queryable, merchantId: MerchantId, id: string, secret: string, previousExpiresAt: Date, now: Date): Promise<Subscription> {
+  const { rows } = await tx.query<SubscriptionRow>(
+    `UPDATE ${TABLE} SET previous_secret = secret, secret = $3, previous_secret_expires_at = $4, secret_rotated_at = $5,
+       version = version + 1, updated_at = $5
+     WHERE merchant_id = $1 AND id = $2 RETURNING ${SUBSCRIPTION_COLUMNS}`,
+    [merchantId, id, secret, previousExpiresAt, now],
+  );
+  return toSubscription(rows[0]!);
+}
+
+export async function deleteSubscriptionForMerchant(tx: Queryable, merchantId: MerchantId, id: string): Promise<void> {
+  await tx.query(`DELETE FROM ${TABLE} WHERE merchant_id = $1 AND id = $2`, [merchantId, id]);
+}
+
+/** Records the outcome for the endpoint's failure clock: a success stops it, a failure starts it if it is not running. */
+export async function recordEndpointHealth(tx: Queryable, merchantId: string, id: string, succeeded: boolean, now: Date): Promise<Date | null> {
+  const { rows } = await tx.query<{ failing_since: Date | null }>(
+    succeeded
+      ? `UPDATE ${TABLE} SET failing_since = NULL WHERE merchant_id = $1 AND id = $2 AND failing_since IS NOT NULL RETURNING failing_since`
+      : `UPDATE ${TABLE} SET failing_since = COALESCE(failing_since, $3) WHERE merchant_id = $1 AND id = $2 RETURNING failing_since`,
+    succeeded ? [merchantId, id] : [merchantId, id, now],
+  );
+  return rows[0]?.failing_since ?? null;
+}

@@ -1,0 +1,208 @@
+import { Conflict, newId, NotFound, parsePageRequest, toListPage, ValidationFailed, type Db, type FieldError, type MerchantId, type Queryable } from '@merx/kit';
+import { eventCatalogue } from '@merx/contracts';
+import { DELIVERY_STATUSES, type Delivery, type DeliveryStatus } from '../domain/delivery.js';
+import { presentDeadLetter, presentDelivery, presentDeliveryWithAttempts, presentEvent } from '../domain/present.js';
+import {
+  attemptsOfDelivery,
+  findDeliveryForMerchant,
+  insertDeliveries,
+  listDeliveriesForMerchant,
+  lockDeadLettersForReplay,
+  markReplayed,
+  type DeliveryFilters,
+} from '../store/deliveries-store.js';
+import { findEventForMerchant, listEventsForMerchant, type EventFilters } from '../store/events-store.js';
+import { findSubscriptionForMerchant } from '../store/subscriptions-store.js';
+
+export interface DeliveryUseCaseDeps {
+  db: Db;
+  eventRetentionDays: number;
+  /** Called after a replay commits, so a worker of this process sends it at once. */
+  onDeliveriesDue(): void;
+  now?: () => Date;
+}
+
+const KNOWN_TOPICS = new Set(eventCatalogue.flatMap((event) => [event.name, event.topic]));
+const MAX_BULK_REPLAY = 1000;
+
+function single(query: Record<string, unknown>, name: string, errors: FieldError[]): string | undefined {
+  const value = query[name];
+  if (value === undefined || value === '') return undefined;
+  if (typeof value !== 'string') {
+    errors.push({ field: name, code: 'invalid_type', message: `${name} must be given once` });
+    return undefined;
+  }
+  return value;
+}
+
+function parseTime(value: unknown, field: string, errors: FieldError[]): Date | undefined {
+  if (value === undefined) return undefined;
+  const date = typeof value === 'string' && /^\d{4}-\d{2}-\d{2}T/.test(value) ? new Date(value) : new Date(NaN);
+  if (Number.isNaN(date.getTime())) {
+    errors.push({ field, code: 'invalid_timestamp', message: `${field} must be an ISO 8601 timestamp such as 2026-11-22T10:00:00Z` });
+    return undefined;
+  }
+  return date;
+}
+
+function parseTopic(value: unknown, errors: FieldError[]): string | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string' || !KNOWN_TOPICS.has(value)) {
+    errors.push({ field: 'topic', code: 'unknown_topic', message: 'topic must be an event name (orders.created) or a topic (orders) of the event catalogue' });
+    return undefined;
+  }
+  return value;
+}
+
+function parseSubscriptionId(value: unknown, errors: FieldError[]): string | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string' || !/^wh_[0-9a-z]{26}$/.test(value)) {
+    errors.push({ field: 'subscription_id', code: 'invalid_id', message: 'subscription_id must be a webhook subscription id (wh_…)' });
+    return undefined;
+  }
+  return value;
+}
+
+/** Query-string filters shared by deliveries, dead letters and events. */
+function parseFilters(source: Record<string, unknown>, allowed: readonly string[], fromQuery: boolean): DeliveryFilters {
+  const errors: FieldError[] = [];
+  const read = (name: string) => (fromQuery ? single(source, name, errors) : source[name]);
+  const filters: DeliveryFilters = {};
+  if (allowed.includes('subscription_id')) {
+    const id = parseSubscriptionId(read('subscription_id'), errors);
+    if (id) filters.subscriptionId = id;
+  }
+  if (allowed.includes('event_id')) {
+    const eventId = read('event_id');
+    if (typeof eventId === 'string' && /^evt_[0-9a-z]{26}$/.test(eventId)) filters.eventId = eventId;
+    else if (eventId !== undefined) errors.push({ field: 'event_id', code: 'invalid_id', message: 'event_id must be an event id (evt_…)' });
+  }
+  const topic = parseTopic(read('topic'), errors);
+  if (topic) filters.topic = topic;
+  if (allowed.includes('status')) {
+    const status = read('status');
+    if (status !== undefined) {
+      if (typeof status === 'string' && (DELIVERY_STATUSES as readonly string[]).includes(status)) filters.status = status as DeliveryStatus;
+      else errors.push({ field: 'status', code: 'invalid_value', message: `status must be one of ${DELIVERY_STATUSES.join(', ')}` });
+    }
+  }
+  const since = parseTime(read('since'), 'since', errors);
+  const until = parseTime(read('until'), 'until', errors);
+  if (since) filters.since = since;
+  if (until) filters.until = until;
+  if (since && until && since >= until) errors.push({ field: 'until', code: 'out_of_range', message: 'until must be later than since' });
+  if (errors.length > 0) throw new ValidationFailed(errors);
+  return filters;
+}
+
+export function deliveryUseCases({ db, eventRetentionDays, onDeliveriesDue, now = () => new Date() }: DeliveryUseCaseDeps) {
+  async function findDeadLetter(tx: Queryable, merchantId: MerchantId, id: string, forUpdate = false): Promise<Delivery> {
+    const delivery = await findDeliveryForMerchant(tx, merchantId, id, { forUpdate });
+    if (!delivery || delivery.status !== 'dead' || delivery.replayedBy) throw new NotFound('dead letter', id);
+    return delivery;
+  }
+
+  async function eventOf(tx: Queryable, merchantId: MerchantId, eventId: string) {
+    const event = await findEventForMerchant(tx, merchantId, eventId);
+    // Events a delivery still needs are kept past retention, so this is a broken invariant.
+    if (!event) throw new Error(`event ${eventId} of a delivery is missing`);
+    return event;
+  }
+
+  /** A replay is a new delivery of the same event (same webhook-id, same payload) with attempts of its own. */
+  async function replay(tx: Queryable, merchantId: MerchantId, dead: Delivery[]): Promise<string[]> {
+    const created = now();
+    const replays = dead.map((delivery) => ({
+      merchantId,
+      id: newId('del'),
+      eventId: delivery.eventId,
+      topic: delivery.topic,
+      subscriptionId: delivery.subscriptionId,
+      status: 'pending' as const,
+      lastError: null,
+      replayOf: delivery.id,
+    }));
+    await insertDeliveries(tx, replays, created);
+    await markReplayed(tx, merchantId, replays.map((r) => ({ deadId: r.replayOf, replayId: r.id })), created);
+    return replays.map((r) => r.id);
+  }
+
+  return {
+    async listDeliveries(merchantId: MerchantId, query: Record<string, unknown>) {
+      const page = parsePageRequest(query);
+      const filters = parseFilters(query, ['subscription_id', 'event_id', 'status'], true);
+      return toListPage(await listDeliveriesForMerchant(db, merchantId, page, filters), page.limit, presentDelivery);
+    },
+
+    async getDelivery(merchantId: MerchantId, id: string) {
+      const delivery = await findDeliveryForMerchant(db, merchantId, id);
+      if (!delivery) throw new NotFound('webhook delivery', id);
+      return presentDeliveryWithAttempts(delivery, await attemptsOfDelivery(db, merchantId, id));
+    },
+
+    async listDeadLetters(merchantId: MerchantId, query: Record<string, unknown>) {
+      const page = parsePageRequest(query);
+      const filters = parseFilters(query, ['subscription_id'], true);
+      const rows = await listDeliveriesForMerchant(db, merchantId, page, { ...filters, deadLetters: true });
+      const payloads = new Map<string, Awaited<ReturnType<typeof eventOf>>>();
+      for (const row of rows) if (!payloads.has(row.eventId)) payloads.set(row.eventId, await eventOf(db, merchantId, row.eventId));
+      return toListPage(rows, page.limit, (row) => presentDeadLetter(row, payloads.get(row.eventId)!));
+    },
+
+    async getDeadLetter(merchantId: MerchantId, id: string) {
+      const delivery = await findDeadLetter(db, merchantId, id);
+      return presentDeadLetter(delivery, await eventOf(db, merchantId, delivery.eventId));
+    },
+
+    async replayDeadLetter(merchantId: MerchantId, id: string) {
+      const replayId = await db.transaction(async (tx) => {
+        const dead = await findDeadLetter(tx, merchantId, id, true);
+        const subscription = await findSubscriptionForMerchant(tx, merchantId, dead.subscriptionId);
+        if (subscription?.status !== 'enabled') {
+          throw new Conflict(`Subscription ${dead.subscriptionId} is disabled; enable it (PATCH status=enabled) before replaying its dead letters.`);
+        }
+        const [created] = await replay(tx, merchantId, [dead]);
+        return created!;
+      });
+      onDeliveriesDue();
+      return presentDelivery((await findDeliveryForMerchant(db, merchantId, replayId))!);
+    },
+
+    async replayDeadLetters(merchantId: MerchantId, body: unknown) {
+      if (body !== undefined && (typeof body !== 'object' || body === null || Array.isArray(body))) {
+        throw new ValidationFailed([{ field: '(body)', code: 'invalid_type', message: 'the body must be a JSON object of filters' }]);
+      }
+      const source = (body ?? {}) as Record<string, unknown>;
+      const unknown = Object.keys(source).filter((key) => !['subscription_id', 'topic', 'since', 'until', 'limit'].includes(key));
+      if (unknown.length > 0) throw new ValidationFailed(unknown.map((field) => ({ field, code: 'unknown_field', message: `${field} is not a replay filter` })));
+      const limit = source.limit ?? MAX_BULK_REPLAY;
+      if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > MAX_BULK_REPLAY) {
+        throw new ValidationFailed([{ field: 'limit', code: 'out_of_range', message: `limit must be an integer from 1 to ${MAX_BULK_REPLAY}` }]);
+      }
+      const filters = parseFilters(source, ['subscription_id'], false);
+      const { ids, hasMore } = await db.transaction(async (tx) => {
+        const dead = await lockDeadLettersForReplay(tx, merchantId, filters, limit);
+        const chosen = dead.slice(0, limit);
+        return { ids: await replay(tx, merchantId, chosen), hasMore: dead.length > limit };
+      });
+      if (ids.length > 0) onDeliveriesDue();
+      return { object: 'dead_letter_replay' as const, replayed: ids.length, delivery_ids: ids, has_more: hasMore };
+    },
+
+    async listEvents(merchantId: MerchantId, query: Record<string, unknown>) {
+      const page = parsePageRequest(query);
+      const filters: EventFilters = parseFilters(query, [], true);
+      const notBefore = new Date(now().getTime() - eventRetentionDays * 86_400_000);
+      return toListPage(await listEventsForMerchant(db, merchantId, page, filters, notBefore), page.limit, presentEvent);
+    },
+
+    async getEvent(merchantId: MerchantId, id: string) {
+      const event = await findEventForMerchant(db, merchantId, id);
+      const notBefore = new Date(now().getTime() - eventRetentionDays * 86_400_000);
+      if (!event || event.createdAt < notBefore) throw new NotFound('event', id);
+      return presentEvent(event);
+    },
+  };
+}
+
+export type DeliveryUseCases = ReturnType<typeof deliveryUseCases>;

@@ -1,0 +1,196 @@
+import assert from 'node:assert/strict';
+import { createContractValidator } from '@merx/contracts';
+import { buildEvent, createLogger, createPgliteDb, MemoryBus, newId, openPglite, type Db, type MerxEvent } from '@merx/kit';
+import { createScratchDatabase, createTestTokenIssuer, type TestTokenIssuer } from '@merx/kit/testing';
+import { startWebhooks, type RunningWebhooks, type WebhookSettings } from '../src/index.js';
+import { webhookSettingsFromEnv } from '../src/settings.js';
+import type { HostResolver } from '../src/delivery/addresses.js';
+
+export const contract = createContractValidator();
+export const ALL_SCOPES = 'webhooks:read webhooks:write';
+
+export interface ApiResponse {
+  status: number;
+  headers: Headers;
+  text: string;
+  // Tests read arbitrary members of JSON answers.
+  body: any;
+}
+
+/** One merchant's view of the API, every answer checked against the OpenAPI document. */
+export class WebhooksClient {
+  constructor(
+    private readonly baseUrl: string,
+    readonly merchantId: string,
+    readonly token: string,
+  ) {}
+
+  async request(method: string, path: string, json?: unknown, headers: Record<string, string> = {}): Promise<ApiResponse> {
+    const init: RequestInit = { method, headers: { authorization: `Bearer ${this.token}`, ...headers } };
+    if (json !== undefined) {
+      init.body = JSON.stringify(json);
+      (init.headers as Record<string, string>)['content-type'] = 'application/json';
+    }
+    const response = await fetch(`${this.baseUrl}${path}`, init);
+    const text = await response.text();
+    const problems = contract.validateResponse({ method, path, status: response.status, contentType: response.headers.get('content-type'), body: text, headers: response.headers });
+    assert.deepEqual(problems, [], `${method} ${path} answered outside the contract:\n${text.slice(0, 1500)}`);
+    return { status: response.status, headers: response.headers, text, body: text && /json/.test(response.headers.get('content-type') ?? '') ? JSON.parse(text) : undefined };
+  }
+
+  get = (path: string) => this.request('GET', path);
+  post = (path: string, json?: unknown, headers?: Record<string, string>) => this.request('POST', path, json, headers);
+  patch = (path: string, json: unknown, headers?: Record<string, string>) => this.request('PATCH', path, json, headers);
+  delete = (path: string) => this.request('DELETE', path);
+
+  /** Creates a subscription and insists on the 201. */
+  async subscribe(url: string, topics: string[] = ['*'], extra: Record<string, unknown> = {}): Promise<any> {
+    const response = await this.post('/api/v1/webhooks/subscriptions', { url, topics, ...extra });
+    assert.equal(response.status, 201, response.text);
+    return response.body;
+  }
+
+  /** Polls the delivery until `condition` holds (the worker runs on its own schedule). */
+  async deliveryWhen(id: string, condition: (delivery: any) => boolean, timeoutMs = 15_000): Promise<any> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const { body } = await this.get(`/api/v1/webhooks/deliveries/${id}`);
+      if (condition(body)) return body;
+      if (Date.now() > deadline) throw new Error(`delivery ${id} never reached the expected state; last: ${JSON.stringify(body)}`);
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+  }
+
+  /** Waits until fan-out has stored the event (it arrives from the bus on its own time). */
+  async eventStored(eventId: string, timeoutMs = 15_000): Promise<any> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const response = await this.get(`/api/v1/events/${eventId}`);
+      if (response.status === 200) return response.body;
+      if (Date.now() > deadline) throw new Error(`event ${eventId} was never stored`);
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+  }
+
+  /** The deliveries of one event, once fan-out has created at least `count`. */
+  async deliveriesOf(eventId: string, count = 1, timeoutMs = 15_000): Promise<any[]> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const { body } = await this.get(`/api/v1/webhooks/deliveries?event_id=${eventId}&limit=100`);
+      const found = body.data;
+      if (found.length >= count) return found;
+      if (Date.now() > deadline) throw new Error(`fan-out made ${found.length} of ${count} deliveries for ${eventId}`);
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+  }
+}
+
+export interface Harness {
+  url: string;
+  db: Db;
+  bus: MemoryBus;
+  webhooks: RunningWebhooks;
+  tokens: TestTokenIssuer;
+  merchant(options?: { mode?: 'sandbox' | 'live'; scope?: string }): Promise<WebhooksClient>;
+  /** Publishes an event on the bus as another service would (after its outbox commit). */
+  publish(merchantId: string, topic: string, object?: Record<string, unknown>): Promise<MerxEvent>;
+  stop(): Promise<void>;
+}
+
+/** Settings for component tests: loopback receivers allowed by exact host, a quick schedule. */
+export function testSettings(overrides: Partial<WebhookSettings> = {}): WebhookSettings {
+  return {
+    ...webhookSettingsFromEnv({
+      MERX_WEBHOOK_ALLOWED_PRIVATE_HOSTS: '127.0.0.1',
+      MERX_WEBHOOK_RETRY_SCHEDULE: '200ms,200ms,400ms',
+      MERX_WEBHOOK_RETRY_WINDOW: '2s',
+      MERX_WEBHOOK_WORKER_STALE_AFTER: '1s',
+      MERX_WEBHOOK_TIMEOUT: '2s',
+      MERX_WEBHOOK_CONNECT_TIMEOUT: '1s',
+    }),
+    ...overrides,
+  };
+}
+
+export interface HarnessOptions {
+  settings?: WebhookSettings;
+  now?: () => Date;
+  random?: () => number;
+  /** Reuse a database (a second replica, a restart). */
+  db?: Db;
+  bus?: MemoryBus;
+  embedded?: boolean;
+  resolver?: HostResolver;
+}
+
+/** A product event with a valid catalogue payload, for tests whose subject is delivery. */
+export function productObject(merchantSku = 'SKU-1') {
+  const at = new Date().toISOString();
+  return {
+    id: newId('prod'),
+    object: 'product',
+    sku: merchantSku,
+    title: 'A product',
+    description: null,
+    price: '10.00',
+    currency: 'EUR',
+    status: 'active',
+    inventory_quantity: null,
+    attributes: {},
+    version: 1,
+    created_at: at,
+    updated_at: at,
+  };
+}
+
+export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
+  let db = options.db;
+  let drop: (() => Promise<void>) | undefined;
+  if (!db) {
+    if (options.embedded) {
+      const pglite = await openPglite(undefined);
+      db = createPgliteDb(pglite);
+      drop = () => pglite.close();
+    } else {
+      const scratch = await createScratchDatabase('webhooks_test');
+      db = scratch.db;
+      drop = scratch.drop;
+    }
+  }
+  const bus = options.bus ?? new MemoryBus();
+  const tokens = await createTestTokenIssuer();
+  const webhooks = await startWebhooks({
+    db,
+    bus,
+    logger: createLogger('webhooks', process.env.LOG_LEVEL ?? 'silent'),
+    verifier: tokens.verifier,
+    port: 0,
+    host: '127.0.0.1',
+    settings: options.settings ?? testSettings(),
+    pollIntervalMs: 20,
+    ...(options.now ? { now: options.now } : {}),
+    ...(options.random ? { random: options.random } : {}),
+    ...(options.resolver ? { resolver: options.resolver } : {}),
+  });
+  return {
+    url: webhooks.url,
+    db,
+    bus,
+    webhooks,
+    tokens,
+    async merchant({ mode = 'sandbox', scope = ALL_SCOPES } = {}) {
+      const merchantId = newId('mch');
+      return new WebhooksClient(webhooks.url, merchantId, await tokens.sign({ merchantId, scope, mode }));
+    },
+    async publish(merchantId, topic, object = productObject()) {
+      const event = buildEvent(topic, merchantId, { object });
+      await bus.publish([event]);
+      return event;
+    },
+    async stop() {
+      await webhooks.stop();
+      if (!options.bus) await bus.close();
+      await drop?.();
+    },
+  };
+}
