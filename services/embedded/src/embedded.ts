@@ -18,6 +18,7 @@ import {
   type Logger,
 } from '@merx/kit';
 import { provisionMerchant, revocationsFromStore, startOauth, type RunningOauth } from '@merx/oauth';
+import { startWebhooks, webhookSettingsFromEnv, type RunningWebhooks, type WebhookSettings } from '@merx/webhooks';
 
 export interface EmbeddedOptions {
   /** Where PGlite keeps its data and dev.json is written; undefined keeps everything in memory (tests). */
@@ -29,6 +30,11 @@ export interface EmbeddedOptions {
   accessTokenTtlSeconds?: number;
   /** Throttle classes (plans, MERX_THROTTLE=off); the defaults when absent. Always in memory here: one gateway. */
   throttle?: ThrottleSettings;
+  /**
+   * The delivery engine; absent reads MERX_WEBHOOK_* with private addresses allowed, so a
+   * receiver on the developer's own machine (http://localhost:…) works out of the box.
+   */
+  webhooks?: WebhookSettings;
 }
 
 export interface DevCredentials {
@@ -52,6 +58,7 @@ export interface RunningEmbedded {
   oauth: RunningOauth;
   catalog: RunningCatalog;
   audit: RunningAudit;
+  webhooks: RunningWebhooks;
   stop(): Promise<void>;
 }
 
@@ -125,11 +132,19 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<RunningEm
   await revocationFeed.bootstrapped;
   const catalog = await startCatalog({ db, bus, logger: logger.child({ service: 'catalog' }), verifier: verifier(), port: 0 });
   const audit = await startAudit({ db, bus, logger: logger.child({ service: 'audit' }), verifier: verifier(), port: 0 });
+  const webhooks = await startWebhooks({
+    db,
+    bus,
+    logger: logger.child({ service: 'webhooks' }),
+    verifier: verifier(),
+    port: 0,
+    settings: options.webhooks ?? webhookSettingsFromEnv(process.env, { allowPrivate: true }),
+  });
   const gateway = await startGateway({
     logger: logger.child({ service: 'gateway' }),
     verifier: verifier(),
     publicUrl: baseUrl,
-    upstreams: { oauth: oauth.url, catalog: catalog.url, audit: audit.url },
+    upstreams: { oauth: oauth.url, catalog: catalog.url, audit: audit.url, webhooks: webhooks.url },
     port,
     host: '0.0.0.0',
     throttle: { settings: inMemory(options.throttle ?? throttleSettingsFromEnv({})), bus },
@@ -164,9 +179,12 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<RunningEm
     oauth,
     catalog,
     audit,
+    webhooks,
     async stop() {
       await gateway.stop();
       await catalog.stop();
+      // Before audit: the events it publishes while stopping are still recorded.
+      await webhooks.stop();
       await audit.stop();
       await oauth.stop();
       await revocationFeed.stop();

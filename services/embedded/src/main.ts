@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { configFields, createLogger, exitOnConfigError, loadConfig, stopOnSignals, z } from '@merx/kit';
 import { throttleSettingsFromEnv } from '@merx/gateway';
+import { webhookSettingsFromEnv } from '@merx/webhooks';
 import { startEmbedded } from './embedded.js';
 
 const embeddedConfig = z.object({
@@ -12,8 +13,11 @@ const embeddedConfig = z.object({
 });
 
 let config;
+let webhooks;
 try {
   config = loadConfig('merx', embeddedConfig);
+  // Private addresses allowed by default: a receiver on the developer's own machine just works.
+  webhooks = webhookSettingsFromEnv(process.env, { allowPrivate: true });
 } catch (error) {
   exitOnConfigError(error);
 }
@@ -26,6 +30,7 @@ const merx = await startEmbedded({
   publicUrl: config.MERX_PUBLIC_URL,
   accessTokenTtlSeconds: config.MERX_ACCESS_TOKEN_TTL,
   throttle: throttleSettingsFromEnv(process.env),
+  webhooks,
 });
 const { credentials } = merx;
 process.stdout.write(

@@ -10,16 +10,16 @@ export interface Upstreams {
   oauth: Upstream;
   catalog: Upstream;
   audit: Upstream;
+  webhooks: Upstream;
 }
 
-/**
- * Longest-prefix routing table. Later services (merchants, audit, webhooks) add their prefixes
- * here; an unlisted /api/v1 path is a 404 at the edge.
- */
+/** Longest-prefix routing table. A new service adds its prefixes here; an unlisted /api/v1 path is a 404 at the edge. */
 export function routeTable(upstreams: Upstreams): Array<[prefix: string, target: RouteTarget]> {
   const table: Array<[string, RouteTarget]> = [
     ['/api/v1/products', { upstream: upstreams.catalog, requiresToken: true }],
     ['/api/v1/audit', { upstream: upstreams.audit, requiresToken: true }],
+    ['/api/v1/webhooks', { upstream: upstreams.webhooks, requiresToken: true }],
+    ['/api/v1/events', { upstream: upstreams.webhooks, requiresToken: true }],
     ['/api/v1/api-keys', { upstream: upstreams.oauth, requiresToken: true }],
     ['/admin/v1/merchants', { upstream: upstreams.oauth, requiresToken: false }],
     ['/api/v1/apps', { upstream: upstreams.oauth, requiresToken: true }],

@@ -26,7 +26,7 @@ export interface GatewayDeps {
   /** Throttle classes; absent or `settings.enabled: false` serves without them. */
   throttle?: Omit<ThrottleDeps, 'logger'>;
   publicUrl: string;
-  upstreams: { oauth: string; catalog: string; audit: string };
+  upstreams: { oauth: string; catalog: string; audit: string; webhooks: string };
   port: number;
   host?: string;
 }
@@ -51,6 +51,7 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
     oauth: createUpstream('oauth', deps.upstreams.oauth),
     catalog: createUpstream('catalog', deps.upstreams.catalog),
     audit: createUpstream('audit', deps.upstreams.audit),
+    webhooks: createUpstream('webhooks', deps.upstreams.webhooks),
   };
   const table = routeTable(upstreams);
   const document = servedDocument(deps.publicUrl);

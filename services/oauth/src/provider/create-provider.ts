@@ -68,7 +68,7 @@ export interface CreateProviderOptions {
   /** Awaited after a token is minted and before it is answered; a throw fails the request. */
   onTokenIssued?(info: TokenIssued): void | Promise<void>;
   /** The merchant's plan, put in access tokens as `plan`: the gateway sizes throttle budgets by it. */
-  merchantPlan?(merchantId: string): Promise<string | undefined>;
+  merchantPlan?(merchantId: string): Promise<{ plan: string; mode: string } | undefined>;
 }
 
 const MERX_SCOPES: ReadonlySet<string> = new Set(scopeNames);
@@ -300,8 +300,9 @@ export function createProvider(options: CreateProviderOptions): Provider {
     configuration.extraTokenClaims = async (ctx: KoaContextWithOIDC, token: TokenInstance) => {
       const claims = await merchantClaims(ctx, token);
       const merchantId = claims?.merchant_id;
-      const plan = typeof merchantId === 'string' ? await merchantPlan(merchantId) : undefined;
-      return plan ? { ...claims, plan } : claims;
+      const account = typeof merchantId === 'string' ? await merchantPlan(merchantId) : undefined;
+      // Services decide by these without a lookup: throttle budgets by plan, https-only webhooks by mode.
+      return account ? { ...claims, plan: account.plan, merchant_mode: account.mode } : claims;
     };
   }
 

@@ -30,10 +30,10 @@ const recordOf = (row: Row): ThrottleOverrideRecord => ({
   updatedAt: row.updated_at ?? new Date(0),
 });
 
-/** The merchant's plan for the `plan` claim of its access tokens. */
-export async function merchantPlanOf(db: Queryable, merchantId: string): Promise<string | undefined> {
-  const { rows } = await db.query<{ plan: string }>(`SELECT plan FROM ${OAUTH_SCHEMA}.merchants WHERE id = $1`, [merchantId]);
-  return rows[0]?.plan;
+/** The merchant's plan and mode for the `plan` and `merchant_mode` claims of its access tokens. */
+export async function merchantPlanOf(db: Queryable, merchantId: string): Promise<{ plan: string; mode: string } | undefined> {
+  const { rows } = await db.query<{ plan: string; mode: string }>(`SELECT plan, mode FROM ${OAUTH_SCHEMA}.merchants WHERE id = $1`, [merchantId]);
+  return rows[0];
 }
 
 /** `PUT /admin/v1/merchants/{id}/throttle`: the operator's per-merchant throttle numbers. */
