@@ -14,7 +14,7 @@ const benchDir = path.dirname(fileURLToPath(import.meta.url));
  */
 function profilingArgs(name: string): string[] {
   const dir = process.env.BENCH_CPU_PROF;
-  return dir && name !== 'hello' && name !== 'oauth' ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(dir, name)}`] : [];
+  return dir && !['hello', 'oauth', 'receiver'].includes(name) ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(dir, name)}`] : [];
 }
 
 export interface BenchProcess {
@@ -88,19 +88,25 @@ async function until<T>(what: string, logFile: string, exited: Promise<unknown>,
   throw new Error(`${what} was not ready within ${timeoutMs} ms:\n${tail(logFile)}`);
 }
 
-export async function startHelloServer(): Promise<BenchProcess> {
-  const { child, exited, logFile, stop } = spawnNode('hello', path.join(benchDir, 'hello-server.js'), {});
+/** A bench helper script that prints its port on its first line (the hello server, the webhook receiver). */
+async function startPortPrinter(name: string, script: string): Promise<BenchProcess> {
+  const { child, exited, logFile, stop } = spawnNode(name, path.join(benchDir, script), {});
   try {
-    const port = await until('hello server', logFile, exited, async () => {
+    const port = await until(name, logFile, exited, async () => {
       const first = readFileSync(logFile, 'utf8').split('\n')[0]!;
       return /^\d+$/.test(first) ? Number(first) : undefined;
     });
-    return { name: 'hello', pid: child.pid!, url: `http://127.0.0.1:${port}`, stop };
+    return { name, pid: child.pid!, url: `http://127.0.0.1:${port}`, stop };
   } catch (error) {
     await stop();
     throw error;
   }
 }
+
+export const startHelloServer = (): Promise<BenchProcess> => startPortPrinter('hello', 'hello-server.js');
+
+/** The webhook endpoint of the delivery benchmark (webhook-receiver.ts), in its own process. */
+export const startWebhookReceiver = (): Promise<BenchProcess> => startPortPrinter('receiver', 'webhook-receiver.js');
 
 /** `npm start` as a newcomer runs it: one process, PGlite in a fresh data folder, the in-process bus. */
 export async function startEmbeddedMode(extraEnv: Record<string, string> = {}): Promise<RunningMode> {
@@ -156,18 +162,27 @@ async function startService(name: string, env: Record<string, string>, port: num
   return service;
 }
 
-/** Every service its own process on PostgreSQL and RabbitMQ, as the harness starts them, with production pool sizes. */
-/** `gatewayEnv`: extra settings for the gateway (the limiter scenarios switch throttling on and off). */
-export async function startDistributedMode(gatewayEnv: Record<string, string> = {}): Promise<RunningMode & { catalogUrl: string; databaseUrl: string }> {
+/**
+ * Every service its own process on PostgreSQL and RabbitMQ, as the harness starts them, with production pool sizes.
+ * `gatewayEnv`: extra settings for the gateway (the limiter scenarios switch throttling on and off);
+ * `webhooksEnv`: for the webhooks service (the delivery scenario lets it reach a loopback receiver).
+ */
+export async function startDistributedMode(
+  gatewayEnv: Record<string, string> = {},
+  webhooksEnv: Record<string, string> = {},
+): Promise<RunningMode & { catalogUrl: string; databaseUrl: string }> {
   const database = await createTestDatabase('merx_bench');
-  const [gatewayPort, oauthPort, catalogPort, auditPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
+  const [gatewayPort, oauthPort, catalogPort, auditPort, webhooksPort] = [await freePort(), await freePort(), await freePort(), await freePort(), await freePort()];
   const auditQueue = `audit.events.${database.name}`;
+  const webhooksQueue = `webhooks.events.${database.name}`;
   const publicUrl = `http://localhost:${gatewayPort}`;
   const operatorToken = randomBytes(32).toString('base64url');
   const jwksUrl = `http://127.0.0.1:${oauthPort}/oauth/jwks`;
   const databaseUrl = new URL(database.url);
   // BENCH_PG_HOST=/var/run/postgresql reaches PostgreSQL over its Unix socket instead of loopback TCP
   if (process.env.BENCH_PG_HOST) databaseUrl.searchParams.set('host', process.env.BENCH_PG_HOST);
+  // e.g. "-c session_preload_libraries=auto_explain -c auto_explain.log_min_duration=100": slow plans in the server log
+  if (process.env.BENCH_PG_OPTIONS) databaseUrl.searchParams.set('options', process.env.BENCH_PG_OPTIONS);
   const common: Record<string, string> = { DATABASE_URL: databaseUrl.toString(), AMQP_URL, MERX_PUBLIC_URL: publicUrl, MERX_JWKS_URL: jwksUrl, LOG_LEVEL: 'warn' };
   // the services' own default pool size unless the run asks for another, to see whether the pool is the limit
   if (process.env.BENCH_DB_POOL_SIZE) common.MERX_DB_POOL_SIZE = process.env.BENCH_DB_POOL_SIZE;
@@ -175,6 +190,7 @@ export async function startDistributedMode(gatewayEnv: Record<string, string> = 
     ['oauth', oauthPort, { ...common, MERX_OPERATOR_TOKEN: operatorToken, MERX_COOKIE_SECRET: randomBytes(32).toString('base64url') }],
     ['catalog', catalogPort, { ...common, MERX_OAUTH_URL: `http://127.0.0.1:${oauthPort}` }],
     ['audit', auditPort, { ...common, MERX_OAUTH_URL: `http://127.0.0.1:${oauthPort}`, MERX_AUDIT_QUEUE: auditQueue }],
+    ['webhooks', webhooksPort, { ...common, MERX_OAUTH_URL: `http://127.0.0.1:${oauthPort}`, MERX_WEBHOOKS_QUEUE: webhooksQueue, ...webhooksEnv }],
     [
       'gateway',
       gatewayPort,
@@ -184,6 +200,7 @@ export async function startDistributedMode(gatewayEnv: Record<string, string> = 
         MERX_OAUTH_URL: `http://127.0.0.1:${oauthPort}`,
         MERX_CATALOG_URL: `http://127.0.0.1:${catalogPort}`,
         MERX_AUDIT_URL: `http://127.0.0.1:${auditPort}`,
+        MERX_WEBHOOKS_URL: `http://127.0.0.1:${webhooksPort}`,
         LOG_LEVEL: 'warn',
         // The gateway follows revocations and throttle overrides on the bus.
         AMQP_URL,
@@ -194,7 +211,7 @@ export async function startDistributedMode(gatewayEnv: Record<string, string> = 
   const started: ServiceProcess[] = [];
   const stop = async () => {
     await Promise.all(started.map((service) => service.stop()));
-    await deleteQueues([auditQueue, `${auditQueue}.poison`]).catch(() => undefined);
+    await deleteQueues([auditQueue, `${auditQueue}.poison`, webhooksQueue, `${webhooksQueue}.poison`]).catch(() => undefined);
     await database.drop();
   };
   try {

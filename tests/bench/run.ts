@@ -11,14 +11,17 @@ import { measureAuditLag } from './audit-lag.js';
 import { benchLimiter } from './limiter.js';
 import { summariseProfiles } from './profile.js';
 import { renderReport, SCENARIOS, type Skipped } from './report.js';
+import { benchWebhookDelivery, WEBHOOK_KNOBS, type WebhookMeasurement } from './webhook-delivery.js';
 
 /**
  * `npm run bench`: the bare Node ceiling, then the embedded and the distributed mode, each server
  * in its own process and autocannon in this one. Knobs: BENCH_DURATION, BENCH_WARMUP (seconds),
- * BENCH_CONNECTIONS, BENCH_MODES (embedded,distributed), BENCH_SCENARIOS (hello,post,get,direct,limiter),
+ * BENCH_CONNECTIONS, BENCH_MODES (embedded,distributed), BENCH_SCENARIOS (hello,post,get,direct,limiter,webhooks),
  * BENCH_CPU_PROF (folder for --cpu-prof; profile one scenario at a time to tell them apart),
  * BENCH_DB_POOL_SIZE (the distributed services' PostgreSQL pool; their default otherwise),
- * BENCH_PG_HOST (a socket folder such as /var/run/postgresql: PostgreSQL over a Unix socket).
+ * BENCH_PG_HOST (a socket folder such as /var/run/postgresql: PostgreSQL over a Unix socket),
+ * BENCH_PG_OPTIONS (server options for the distributed services' PostgreSQL sessions, e.g. auto_explain);
+ * and the webhook scenario's own BENCH_WEBHOOK_* (webhook-delivery.ts; all listed in BENCHMARKS.md).
  */
 function positiveEnv(name: string, fallback: number): number {
   const value = Number(process.env[name] ?? fallback);
@@ -36,7 +39,7 @@ const modes = list('BENCH_MODES', 'embedded,distributed').map((mode) => {
   if (mode !== 'embedded' && mode !== 'distributed') throw new Error(`BENCH_MODES lists ${mode}; embedded and distributed exist`);
   return mode;
 });
-const scenarios = new Set(list('BENCH_SCENARIOS', 'hello,post,get,direct,limiter'));
+const scenarios = new Set(list('BENCH_SCENARIOS', 'hello,post,get,direct,limiter,webhooks'));
 const profileDir = process.env.BENCH_CPU_PROF ? path.resolve(process.env.BENCH_CPU_PROF) : undefined;
 
 const cleanups: Array<() => Promise<void>> = [];
@@ -50,17 +53,22 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   });
 }
 
-/** Starts a mode and registers its stop, so a failure anywhere later still stops it. */
-async function started<T extends RunningMode>(start: Promise<T>): Promise<T> {
-  const mode = await start;
+/** Registers a stop with the cleanups; the stop returned runs once, however often it is called. */
+function track(stopOnce: () => Promise<void>): () => Promise<void> {
   let stopped = false;
   const stop = async () => {
     if (stopped) return;
     stopped = true;
-    await mode.stop();
+    await stopOnce();
   };
   cleanups.push(stop);
-  return { ...mode, stop };
+  return stop;
+}
+
+/** Starts a mode and registers its stop, so a failure anywhere later still stops it. */
+async function started<T extends RunningMode>(start: Promise<T>): Promise<T> {
+  const mode = await start;
+  return { ...mode, stop: track(() => mode.stop()) };
 }
 
 const progress = (text: string) => process.stderr.write(`${text}\n`);
@@ -164,6 +172,7 @@ async function main(): Promise<void> {
   const startedAt = new Date();
   const loadAverageAtStart = loadavg();
   const results: Measurement[] = [];
+  const webhooks: WebhookMeasurement[] = [];
   const skipped: Skipped[] = [];
   const notes: string[] = [];
   if (profileDir) {
@@ -183,12 +192,17 @@ async function main(): Promise<void> {
   for (const name of modes) {
     if (runsMode) await benchMode(name, results, skipped);
     if (scenarios.has('limiter')) notes.push(await benchLimiter(name, results, { started, measured, progress }));
+    if (scenarios.has('webhooks')) {
+      const delivery = await benchWebhookDelivery(name, settings, { started, track, progress });
+      webhooks.push(...delivery.measurements);
+      notes.push(...delivery.notes);
+    }
   }
   notes.push(...auditNotes);
 
-  const knobs = ['BENCH_DURATION', 'BENCH_WARMUP', 'BENCH_CONNECTIONS', 'BENCH_MODES', 'BENCH_SCENARIOS', 'BENCH_CPU_PROF', 'BENCH_DB_POOL_SIZE', 'BENCH_PG_HOST'];
+  const knobs = ['BENCH_DURATION', 'BENCH_WARMUP', 'BENCH_CONNECTIONS', 'BENCH_MODES', 'BENCH_SCENARIOS', 'BENCH_CPU_PROF', 'BENCH_DB_POOL_SIZE', 'BENCH_PG_HOST', 'BENCH_PG_OPTIONS', ...WEBHOOK_KNOBS];
   const command = [...knobs.filter((knob) => process.env[knob]).map((knob) => `${knob}=${process.env[knob]}`), 'npm run bench'].join(' ');
-  let report = renderReport({ startedAt, command, settings, nproc: nproc(), loadAverageAtStart, measurements: results, skipped, notes });
+  let report = renderReport({ startedAt, command, settings, nproc: nproc(), loadAverageAtStart, measurements: results, webhooks, skipped, notes });
   if (profileDir) report += ['', '## CPU profiles', '', ...summariseProfiles(profileDir)].join('\n');
   process.stdout.write(report);
   const out = path.join(repoRoot, 'bench-results');

@@ -55,7 +55,7 @@ describe('gateway edge behaviour', () => {
     assert.deepEqual(await fetch(`${stack.baseUrl}/healthz`).then((r) => r.json()), { status: 'ok' });
     const ready = await call(stack, 'GET', '/readyz');
     assert.equal(ready.status, 200);
-    for (const upstream of ['oauth', 'catalog', 'audit']) assert.equal(ready.body.checks[upstream], 'ok', upstream);
+    for (const upstream of ['oauth', 'catalog', 'audit', 'webhooks']) assert.equal(ready.body.checks[upstream], 'ok', upstream);
     const metrics = await fetch(`${stack.baseUrl}/metrics`).then((r) => r.text());
     assert.match(metrics, /merx_http_request_duration_seconds_bucket/);
   });

@@ -10,6 +10,62 @@ import { call, createMerchant, installTestApp, issueToken, sharedStack, type Api
  */
 type Fixture = (stack: Stack, owner: TestMerchant) => Promise<Record<string, string>>;
 
+/** Asks until `attempt` returns something; resources made from events appear shortly after the change. */
+async function until<T>(attempt: () => Promise<T | undefined>, timeoutMs: number, what: string): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const result = await attempt();
+    if (result !== undefined) return result;
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+/** The first item of a list the owner can read, once there is one. */
+const firstIdOf = (stack: Stack, owner: TestMerchant, path: string, what: string) =>
+  until(
+    async () => {
+      const list = await call(stack, 'GET', path, { token: owner.token });
+      assert.equal(list.status, 200, list.text);
+      return list.body.data[0]?.id as string | undefined;
+    },
+    20_000,
+    what,
+  );
+
+interface WebhookResources {
+  subscription: string;
+  event: string;
+  delivery: string;
+  deadLetter: string;
+}
+
+const webhookResources = new Map<string, Promise<WebhookResources>>();
+
+/**
+ * One subscription of the owner to every event, pointed at a port nothing answers on (9, discard):
+ * a product change gives it an event and a delivery, and the e2e retry window (3 s) soon turns that
+ * delivery into a dead letter. Made once per owner, shared by the webhook path templates.
+ */
+function webhookResourcesOf(stack: Stack, owner: TestMerchant): Promise<WebhookResources> {
+  let resources = webhookResources.get(owner.merchantId);
+  if (!resources) {
+    resources = (async () => {
+      const created = await call(stack, 'POST', '/api/v1/webhooks/subscriptions', { token: owner.token, body: { url: 'http://127.0.0.1:9/', topics: ['*'] } });
+      assert.equal(created.status, 201, created.text);
+      const subscription = created.body.id as string;
+      await fixtures['/api/v1/products/{id}']!(stack, owner);
+      const query = `subscription_id=${subscription}&limit=1`;
+      const event = await firstIdOf(stack, owner, '/api/v1/events?limit=1', "an event of the owner's in /api/v1/events");
+      const delivery = await firstIdOf(stack, owner, `/api/v1/webhooks/deliveries?${query}`, 'a delivery to the subscription');
+      const deadLetter = await firstIdOf(stack, owner, `/api/v1/webhooks/dead-letters?${query}`, 'a dead letter of the subscription (refused connections past the retry window)');
+      return { subscription, event, delivery, deadLetter };
+    })();
+    webhookResources.set(owner.merchantId, resources);
+  }
+  return resources;
+}
+
 const fixtures: Record<string, Fixture> = {
   '/api/v1/products/{id}': async (stack, owner) => {
     const created = await call(stack, 'POST', '/api/v1/products', { token: owner.token, body: { sku: `ISO-${Date.now()}`, title: 'Owned by A', price: '1.00', currency: 'USD' } });
@@ -25,14 +81,15 @@ const fixtures: Record<string, Fixture> = {
   '/api/v1/audit/{id}': async (stack, owner) => {
     // Entries come from events, so one exists shortly after any change the merchant makes.
     await fixtures['/api/v1/products/{id}']!(stack, owner);
-    const deadline = Date.now() + 10_000;
-    while (Date.now() < deadline) {
-      const list = await call(stack, 'GET', '/api/v1/audit?limit=1', { token: owner.token });
-      if (list.status === 200 && list.body.data.length > 0) return { id: list.body.data[0].id };
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-    throw new Error('no audit entry appeared for the owner within 10 s');
+    return { id: await firstIdOf(stack, owner, '/api/v1/audit?limit=1', 'an audit entry of the owner') };
   },
+  '/api/v1/webhooks/subscriptions/{id}': async (stack, owner) => ({ id: (await webhookResourcesOf(stack, owner)).subscription }),
+  '/api/v1/webhooks/subscriptions/{id}/rotate-secret': async (stack, owner) => ({ id: (await webhookResourcesOf(stack, owner)).subscription }),
+  '/api/v1/webhooks/subscriptions/{id}/stats': async (stack, owner) => ({ id: (await webhookResourcesOf(stack, owner)).subscription }),
+  '/api/v1/webhooks/deliveries/{id}': async (stack, owner) => ({ id: (await webhookResourcesOf(stack, owner)).delivery }),
+  '/api/v1/webhooks/dead-letters/{id}': async (stack, owner) => ({ id: (await webhookResourcesOf(stack, owner)).deadLetter }),
+  '/api/v1/webhooks/dead-letters/{id}/replay': async (stack, owner) => ({ id: (await webhookResourcesOf(stack, owner)).deadLetter }),
+  '/api/v1/events/{id}': async (stack, owner) => ({ id: (await webhookResourcesOf(stack, owner)).event }),
 };
 
 /** Bodies for writes, valid enough that only tenancy or scope can refuse them. */
@@ -40,6 +97,8 @@ const bodies: Record<string, unknown> = {
   'products.create': { sku: 'ISO-B', title: 'B', price: '1.00', currency: 'USD' },
   'products.update': { title: 'Taken over' },
   'api_keys.create': { name: 'B', scopes: ['products:read'] },
+  'webhooks.subscriptions.create': { url: 'http://127.0.0.1:9/', topics: ['*'] },
+  'webhooks.subscriptions.update': { description: 'Taken over' },
 };
 
 const operations = createContractValidator().operations();

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { AmqpBus, createLogger, type Logger } from '@merx/kit';
 import { startEmbedded } from '@merx/embedded';
 import { purgeThrottleState, throttleSettingsFromEnv } from '@merx/gateway';
+import { webhookSettingsFromEnv } from '@merx/webhooks';
 import { AMQP_URL, createTestDatabase, deleteQueues, REDIS_URL, freePort, startServiceProcess, type ServiceProcess } from './distributed.js';
 import { EventObserver } from './events.js';
 import { TcpProxy } from './tcp-proxy.js';
@@ -18,11 +19,17 @@ export interface Stack {
   /** Distributed mode only: each service reaches RabbitMQ through its own proxy, so a test can cut its link. */
   brokerLinks: Record<string, TcpProxy>;
   /** A service's own origin, bypassing the gateway (both modes): proves each service checks tokens itself. */
-  directUrl(service: 'oauth' | 'catalog'): string;
+  directUrl(service: 'oauth' | 'catalog' | 'webhooks'): string;
   restart(service: string): Promise<void>;
   /** Distributed mode only: SIGKILL, no shutdown of any kind, as a crash would. */
   kill(service: string): Promise<void>;
   start(service: string): Promise<void>;
+  /**
+   * Distributed mode only: one more replica of a service on its own port, sharing the stack's
+   * database and durable queue (two delivery workers racing for the same work). It reaches
+   * RabbitMQ directly, not through the service's broker link; the stack stops it on stop().
+   */
+  startExtra(service: 'webhooks'): Promise<ServiceProcess>;
   stop(): Promise<void>;
 }
 
@@ -34,18 +41,43 @@ export function stackMode(): StackMode {
 
 /**
  * Throttle settings of every e2e stack: sandbox buckets roomy enough for tests that write in
- * bursts (resilience), a token endpoint window of 2 s so its test recovers quickly. Tests that
- * need small budgets set them per merchant through the operator API.
+ * bursts (resilience), a sensitive window roomy enough for one merchant to make a key per scope
+ * and call every sensitive operation (isolation), a token endpoint window of 2 s so its test
+ * recovers quickly. Tests that need small budgets set them per merchant through the operator API.
  */
 export const E2E_THROTTLE_ENV = {
-  MERX_THROTTLE_PLANS: '{"sandbox":{"burst":{"capacity":1000,"refill_per_second":500},"writes":{"capacity":1000,"refill_per_second":500}}}',
+  MERX_THROTTLE_PLANS:
+    '{"sandbox":{"burst":{"capacity":1000,"refill_per_second":500},"writes":{"capacity":1000,"refill_per_second":500},"sensitive":{"limit":100,"window_seconds":60}}}',
   MERX_THROTTLE_TOKEN_ENDPOINT: '{"limit":10,"window_seconds":2}',
+};
+
+/**
+ * Delivery engine settings of every e2e stack (both modes): retries within seconds so retry and
+ * dead-letter tests finish quickly, a short stale-worker timeout for the crash test. Receivers
+ * listen on 127.0.0.1 and only that private address is allowed, so `localhost` and the other
+ * private ranges stay refused for the SSRF tests.
+ */
+export const E2E_WEBHOOK_ENV = {
+  MERX_WEBHOOK_ALLOW_PRIVATE: 'false',
+  MERX_WEBHOOK_ALLOWED_PRIVATE_HOSTS: '127.0.0.1',
+  MERX_WEBHOOK_RETRY_SCHEDULE: '500ms,500ms,1s',
+  MERX_WEBHOOK_RETRY_WINDOW: '3s',
+  MERX_WEBHOOK_WORKER_STALE_AFTER: '2s',
+  MERX_WEBHOOK_TIMEOUT: '3s',
+  MERX_WEBHOOK_CONNECT_TIMEOUT: '1s',
+  MERX_WEBHOOK_SECRET_OVERLAP: '24h',
 };
 
 const quietLogger = (): Logger => createLogger('e2e', process.env.LOG_LEVEL ?? 'silent');
 
 async function startEmbeddedStack(): Promise<Stack> {
-  const merx = await startEmbedded({ dataDir: undefined, port: 0, logger: quietLogger(), throttle: throttleSettingsFromEnv(E2E_THROTTLE_ENV) });
+  const merx = await startEmbedded({
+    dataDir: undefined,
+    port: 0,
+    logger: quietLogger(),
+    throttle: throttleSettingsFromEnv(E2E_THROTTLE_ENV),
+    webhooks: webhookSettingsFromEnv(E2E_WEBHOOK_ENV),
+  });
   const events = await EventObserver.attach(merx.bus, `e2e-observer-${randomBytes(4).toString('hex')}`);
   return {
     mode: 'embedded',
@@ -64,6 +96,9 @@ async function startEmbeddedStack(): Promise<Stack> {
     async start() {
       throw new Error('start needs the distributed mode');
     },
+    async startExtra() {
+      throw new Error('startExtra needs the distributed mode');
+    },
     async stop() {
       await events.close();
       await merx.stop();
@@ -74,9 +109,10 @@ async function startEmbeddedStack(): Promise<Stack> {
 /** Every service its own process against PostgreSQL and RabbitMQ, as in production. */
 async function startDistributedStack(): Promise<Stack> {
   const database = await createTestDatabase('merx_e2e');
-  const [gatewayPort, oauthPort, catalogPort, auditPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
+  const [gatewayPort, oauthPort, catalogPort, auditPort, webhooksPort] = [await freePort(), await freePort(), await freePort(), await freePort(), await freePort()];
   // Durable queues are per stack: several stacks (CI, other runs) share one RabbitMQ.
   const auditQueue = `audit.events.${database.name}`;
+  const webhooksQueue = `webhooks.events.${database.name}`;
   const throttleQueue = `gateway.throttle_overrides.${database.name}`;
   const throttlePrefix = `merx:e2e:${database.name}:`;
   const baseUrl = `http://localhost:${gatewayPort}`;
@@ -85,6 +121,7 @@ async function startDistributedStack(): Promise<Stack> {
   const brokerLinks: Record<string, TcpProxy> = {
     oauth: await TcpProxy.start(amqp.hostname, Number(amqp.port || 5672)),
     catalog: await TcpProxy.start(amqp.hostname, Number(amqp.port || 5672)),
+    webhooks: await TcpProxy.start(amqp.hostname, Number(amqp.port || 5672)),
   };
   const viaProxy = (service: string) => {
     const url = new URL(AMQP_URL);
@@ -103,6 +140,7 @@ async function startDistributedStack(): Promise<Stack> {
     oauth: { ...common, AMQP_URL: viaProxy('oauth'), MERX_OPERATOR_TOKEN: operatorToken, MERX_COOKIE_SECRET: randomBytes(32).toString('base64url') },
     catalog: { ...common, AMQP_URL: viaProxy('catalog') },
     audit: { ...common, AMQP_URL, MERX_OAUTH_URL: `http://127.0.0.1:${oauthPort}`, MERX_AUDIT_QUEUE: auditQueue },
+    webhooks: { ...common, AMQP_URL: viaProxy('webhooks'), MERX_WEBHOOKS_QUEUE: webhooksQueue, ...E2E_WEBHOOK_ENV },
     gateway: {
       AMQP_URL,
       MERX_PUBLIC_URL: baseUrl,
@@ -110,28 +148,30 @@ async function startDistributedStack(): Promise<Stack> {
       MERX_OAUTH_URL: `http://127.0.0.1:${oauthPort}`,
       MERX_CATALOG_URL: `http://127.0.0.1:${catalogPort}`,
       MERX_AUDIT_URL: `http://127.0.0.1:${auditPort}`,
+      MERX_WEBHOOKS_URL: `http://127.0.0.1:${webhooksPort}`,
       ...E2E_THROTTLE_ENV,
       REDIS_URL,
       MERX_THROTTLE_KEY_PREFIX: throttlePrefix,
       MERX_THROTTLE_QUEUE: throttleQueue,
     },
   };
-  const ports: Record<string, number> = { oauth: oauthPort, catalog: catalogPort, audit: auditPort, gateway: gatewayPort };
+  const ports: Record<string, number> = { oauth: oauthPort, catalog: catalogPort, audit: auditPort, webhooks: webhooksPort, gateway: gatewayPort };
   const processes: Record<string, ServiceProcess> = {};
+  const extras: ServiceProcess[] = [];
   const bus = await AmqpBus.connect({ url: AMQP_URL, service: 'e2e-observer', logger: quietLogger() });
   const events = await EventObserver.attach(bus, 'e2e-observer');
   // Everything this stack made, undone in reverse: used when a start fails and by stop().
   const tearDown = async () => {
-    await Promise.all(Object.values(processes).map((service) => service.stop()));
+    await Promise.all([...Object.values(processes), ...extras].map((service) => service.stop()));
     await Promise.all(Object.values(brokerLinks).map((link) => link.close()));
     await events.close();
     await bus.close();
-    await deleteQueues([auditQueue, `${auditQueue}.poison`, throttleQueue, `${throttleQueue}.poison`]);
+    await deleteQueues([auditQueue, `${auditQueue}.poison`, webhooksQueue, `${webhooksQueue}.poison`, throttleQueue, `${throttleQueue}.poison`]);
     await purgeThrottleState(REDIS_URL, throttlePrefix);
     await database.drop();
   };
   try {
-    for (const name of ['oauth', 'catalog', 'audit', 'gateway']) processes[name] = await startServiceProcess(name, env[name]!, ports[name]!);
+    for (const name of ['oauth', 'catalog', 'audit', 'webhooks', 'gateway']) processes[name] = await startServiceProcess(name, env[name]!, ports[name]!);
   } catch (error) {
     await tearDown();
     throw error;
@@ -154,6 +194,11 @@ async function startDistributedStack(): Promise<Stack> {
     },
     async start(name: string) {
       processes[name] = await startServiceProcess(name, env[name]!, ports[name]!);
+    },
+    async startExtra(name) {
+      const extra = await startServiceProcess(name, { ...env[name]!, AMQP_URL }, await freePort());
+      extras.push(extra);
+      return extra;
     },
     stop: tearDown,
   };
