@@ -49,7 +49,9 @@ export async function startWebhooks(deps: WebhooksDeps): Promise<RunningWebhooks
     policy,
     connectTimeoutMs: settings.connectTimeoutMs,
     totalTimeoutMs: settings.totalTimeoutMs,
-    connectionsPerOrigin: settings.maxInFlightPerEndpoint,
+    // The per-endpoint cap is the claim's to keep; many subscriptions may share one host, so a
+    // host gets as many sockets as the worker has attempts in flight.
+    connectionsPerOrigin: settings.workerConcurrency,
     ...(deps.resolver ? { lookup: deps.resolver } : {}),
   });
   let worker: DeliveryWorker | undefined;
@@ -65,7 +67,7 @@ export async function startWebhooks(deps: WebhooksDeps): Promise<RunningWebhooks
     ...(deps.readiness ? { readiness: deps.readiness } : {}),
     routes: (koa, outbox) => {
       const subscriptions = subscriptionUseCases({ db, outbox, settings, now, ...(deps.resolver ? { lookup: deps.resolver } : {}) });
-      const deliveries = deliveryUseCases({ db, eventRetentionDays: settings.eventRetentionDays, onDeliveriesDue: () => worker?.wake(), now });
+      const deliveries = deliveryUseCases({ db, outbox, eventRetentionDays: settings.eventRetentionDays, onDeliveriesDue: () => worker?.wake(), now });
       mountRouter(koa, webhookRoutes(subscriptions, deliveries, deps.verifier, db));
       mountRouter(koa, eventRoutes(deliveries, deps.verifier));
     },

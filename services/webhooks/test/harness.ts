@@ -61,6 +61,17 @@ export class WebhooksClient {
     }
   }
 
+  /** Polls a list until `condition` holds for its items (events arrive through the bus on their own time). */
+  async listWhen(path: string, condition: (items: any[]) => boolean, timeoutMs = 15_000): Promise<any[]> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const { body } = await this.get(path);
+      if (condition(body.data)) return body.data;
+      if (Date.now() > deadline) throw new Error(`${path} never held what was expected; last: ${JSON.stringify(body)}`);
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+  }
+
   /** Waits until fan-out has stored the event (it arrives from the bus on its own time). */
   async eventStored(eventId: string, timeoutMs = 15_000): Promise<any> {
     const deadline = Date.now() + timeoutMs;

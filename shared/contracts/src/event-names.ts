@@ -28,6 +28,7 @@ export const eventNames = [
   'webhooks.subscription_updated',
   'webhooks.subscription_deleted',
   'webhooks.secret_rotated',
+  'webhooks.dead_letter_replayed',
   'sandbox.reset',
 ] as const;
 

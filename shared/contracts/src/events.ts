@@ -1,7 +1,7 @@
 import { eventNames } from './event-names.js';
 import { partialOf, prefixedId, timestamp } from './openapi/fragments.js';
 import { apiKeySchema, merchantSchema, productSchema } from './openapi/schemas.js';
-import { systemAlertSchema, webhookSubscriptionSchema } from './openapi/schemas-webhooks.js';
+import { systemAlertSchema, webhookDeliverySchema, webhookSubscriptionSchema } from './openapi/schemas-webhooks.js';
 import { throttleOverrideSchema } from './openapi/paths-throttle.js';
 import type { JsonSchema } from './openapi/types.js';
 
@@ -207,6 +207,13 @@ export const eventCatalogue: ReadonlyArray<EventDefinition> = [
     topic: 'webhooks',
     description: 'A webhook subscription\'s signing secret was rotated; the old one keeps signing for 24 h. `object` is the subscription, never the secret.',
     dataObjectSchema: webhookSubscriptionSchema,
+  },
+  {
+    name: 'webhooks.dead_letter_replayed',
+    topic: 'webhooks',
+    description:
+      'The merchant replayed a dead letter (alone or in a bulk replay): `object` is the new delivery of the same event, `replay_of` names the dead one. One event per replayed dead letter, so the audit log names each.',
+    dataObjectSchema: webhookDeliverySchema,
   },
   {
     name: 'sandbox.reset',

@@ -17,7 +17,8 @@ export interface Subscription {
   previousSecret: string | null;
   previousSecretExpiresAt: Date | null;
   secretRotatedAt: Date | null;
-  failingSince: Date | null;
+  /** Created or last re-enabled: the endpoint-failing clock never starts before it. */
+  enabledAt: Date;
   version: number;
   createdAt: Date;
   updatedAt: Date;

@@ -14,7 +14,7 @@ export interface DeliveryWorkerOptions {
   logger: Logger;
   sender: WebhookSender;
   /** Writes finished attempts and what they imply (alerts, disabled endpoints). */
-  recordFinishedAttempts(attempts: FinishedAttempt[], now: Date): Promise<void>;
+  recordFinishedAttempts(workerId: string, attempts: FinishedAttempt[], now: Date): Promise<void>;
   retryPolicy: RetryPolicy;
   concurrency: number;
   maxInFlightPerEndpoint: number;
@@ -50,7 +50,7 @@ export class DeliveryWorker {
     this.id = options.workerId ?? newId('wkr');
     this.now = options.now ?? (() => new Date());
     // Attempts finishing together are written together: one transaction for many deliveries.
-    this.record = batchPerKey<FinishedAttempt>((_key, attempts) => options.recordFinishedAttempts(attempts, this.now()), 500);
+    this.record = batchPerKey<FinishedAttempt>((_key, attempts) => options.recordFinishedAttempts(this.id, attempts, this.now()), 500);
   }
 
   async start(): Promise<void> {

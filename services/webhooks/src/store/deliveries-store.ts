@@ -1,6 +1,7 @@
 import type { MerchantId, Queryable } from '@merx/kit';
 import type { Attempt, AttemptError, Delivery, DeliveryStatus } from '../domain/delivery.js';
 import { WEBHOOKS_SCHEMA } from './migrations.js';
+import { lockSubscriptionsInKeyOrder } from './subscriptions-store.js';
 
 const DELIVERIES = `${WEBHOOKS_SCHEMA}.deliveries`;
 const ATTEMPTS = `${WEBHOOKS_SCHEMA}.attempts`;
@@ -88,9 +89,16 @@ export async function insertDeliveries(tx: Queryable, deliveries: NewDelivery[],
   await markEndpointsDue(tx, due.map((d) => ({ merchantId: d.merchantId, subscriptionId: d.subscriptionId, at: now })));
 }
 
-/** `due_at` is a lower bound of the earliest waiting delivery: only ever pulled forward here. */
+/**
+ * `due_at` is a lower bound of the earliest waiting delivery: only ever pulled forward here. The
+ * rows are locked in key order first (fan-out and attempt recording both come here with many
+ * endpoints at once). The update is unconditional on purpose: a claim recomputing `due_at` at the
+ * same moment cannot see this transaction's deliveries, so this one must wait for its lock and
+ * apply after it, never skip a row whose `due_at` merely looks early enough.
+ */
 export async function markEndpointsDue(tx: Queryable, due: { merchantId: string; subscriptionId: string; at: Date }[]): Promise<void> {
   if (due.length === 0) return;
+  await lockSubscriptionsInKeyOrder(tx, due);
   await tx.query(
     `UPDATE ${SUBSCRIPTIONS} s SET due_at = LEAST(s.due_at, d.at)
      FROM (SELECT m, sub, min(at) AS at FROM unnest($1::text[], $2::text[], $3::timestamptz[]) AS u(m, sub, at) GROUP BY m, sub) d
@@ -150,27 +158,24 @@ export interface ClaimLimits {
  */
 export async function claimDueDeliveries(tx: Queryable, workerId: string, limits: ClaimLimits, now: Date): Promise<ClaimedDelivery[]> {
   const endpointsPerClaim = limits.endpointsPerClaim ?? 64;
-  const { rows: ranked } = await tx.query<{ merchant_id: string; id: string }>(
-    `SELECT merchant_id, id FROM (
+  // One statement picks the endpoints in fairness order and locks those no other worker holds.
+  const { rows: locked } = await tx.query<{ merchant_id: string; id: string; turn: number; last_served_at: Date | null; in_flight: number }>(
+    `WITH ranked AS (
        SELECT merchant_id, id, last_served_at,
               row_number() OVER (PARTITION BY merchant_id ORDER BY last_served_at NULLS FIRST) AS turn
        FROM ${SUBSCRIPTIONS} WHERE status = 'enabled' AND due_at <= $1
-     ) due ORDER BY turn, last_served_at NULLS FIRST LIMIT $2`,
-    [now, endpointsPerClaim],
-  );
-  if (ranked.length === 0) return [];
-  const { rows: locked } = await tx.query<{ merchant_id: string; id: string; in_flight: number }>(
-    `SELECT s.merchant_id, s.id,
+       ORDER BY turn, last_served_at NULLS FIRST LIMIT $2
+     )
+     SELECT s.merchant_id, s.id, ranked.turn::int AS turn, ranked.last_served_at,
             (SELECT count(*)::int FROM ${DELIVERIES} d WHERE d.merchant_id = s.merchant_id AND d.subscription_id = s.id AND d.claimed_by IS NOT NULL) AS in_flight
-     FROM ${SUBSCRIPTIONS} s
-     WHERE (s.merchant_id, s.id) IN (SELECT * FROM unnest($1::text[], $2::text[])) AND s.status = 'enabled'
+     FROM ${SUBSCRIPTIONS} s JOIN ranked ON ranked.merchant_id = s.merchant_id AND ranked.id = s.id
+     WHERE s.status = 'enabled'
      FOR UPDATE OF s SKIP LOCKED`,
-    [ranked.map((r) => r.merchant_id), ranked.map((r) => r.id)],
+    [now, endpointsPerClaim],
   );
   if (locked.length === 0) return [];
   // Share the budget one delivery at a time across endpoints in fairness order.
-  const order = new Map(ranked.map((r, index) => [`${r.merchant_id}/${r.id}`, index]));
-  locked.sort((a, b) => order.get(`${a.merchant_id}/${a.id}`)! - order.get(`${b.merchant_id}/${b.id}`)!);
+  locked.sort((a, b) => a.turn - b.turn || (a.last_served_at?.getTime() ?? -Infinity) - (b.last_served_at?.getTime() ?? -Infinity));
   const room = locked.map((endpoint) => Math.max(0, limits.maxInFlightPerEndpoint - Number(endpoint.in_flight)));
   const take = locked.map(() => 0);
   let budget = limits.budget;
@@ -184,9 +189,16 @@ export async function claimDueDeliveries(tx: Queryable, workerId: string, limits
       }
     }
   }
+  // The second statement claims, sends every endpoint looked at to the back of the round and
+  // recomputes its due_at from what still waits (NULL when nothing does, which also repairs an
+  // over-eager lower bound). All parts see the same snapshot, so the rows being claimed are
+  // left out of that minimum by name.
   const { rows } = await tx.query<ClaimRow>(
-    `WITH picked AS (
-       SELECT w.merchant_id, w.id FROM unnest($1::text[], $2::text[], $3::int[]) AS e(merchant_id, subscription_id, take)
+    `WITH endpoints AS (
+       SELECT * FROM unnest($1::text[], $2::text[], $3::int[]) AS e(merchant_id, subscription_id, take)
+     ),
+     picked AS (
+       SELECT w.merchant_id, w.id FROM endpoints e
        CROSS JOIN LATERAL (
          SELECT d.merchant_id, d.id FROM ${DELIVERIES} d
          WHERE d.merchant_id = e.merchant_id AND d.subscription_id = e.subscription_id AND ${waiting('d')} AND d.next_attempt_at <= $5
@@ -198,21 +210,23 @@ export async function claimDueDeliveries(tx: Queryable, workerId: string, limits
        UPDATE ${DELIVERIES} d SET claimed_by = $4, claimed_at = $5
        FROM picked WHERE d.merchant_id = picked.merchant_id AND d.id = picked.id
        RETURNING d.merchant_id, d.id, d.event_id, d.topic, d.subscription_id, d.attempt_count, d.first_attempt_at, d.claimed_at
+     ),
+     served AS (
+       UPDATE ${SUBSCRIPTIONS} s SET last_served_at = $5,
+         due_at = (SELECT d.next_attempt_at FROM ${DELIVERIES} d
+                   WHERE d.merchant_id = s.merchant_id AND d.subscription_id = s.id AND ${waiting('d')}
+                     AND NOT EXISTS (SELECT 1 FROM picked p WHERE p.merchant_id = d.merchant_id AND p.id = d.id)
+                   ORDER BY d.next_attempt_at LIMIT 1)
+       FROM endpoints e WHERE s.merchant_id = e.merchant_id AND s.id = e.subscription_id
      )
+     -- LATERAL lookups by the whole primary key, so the plan never depends on how big the
+     -- tables were when statistics were last taken (a plan made on empty tables joined events on
+     -- merchant_id alone and filtered a merchant's whole history per delivery).
      SELECT c.*, ev.payload, s.url, s.secret, s.previous_secret, s.previous_secret_expires_at
      FROM claimed c
-     JOIN ${WEBHOOKS_SCHEMA}.events ev ON ev.merchant_id = c.merchant_id AND ev.id = c.event_id
-     JOIN ${SUBSCRIPTIONS} s ON s.merchant_id = c.merchant_id AND s.id = c.subscription_id`,
+     CROSS JOIN LATERAL (SELECT payload FROM ${WEBHOOKS_SCHEMA}.events e WHERE e.merchant_id = c.merchant_id AND e.id = c.event_id) ev
+     CROSS JOIN LATERAL (SELECT url, secret, previous_secret, previous_secret_expires_at FROM ${SUBSCRIPTIONS} x WHERE x.merchant_id = c.merchant_id AND x.id = c.subscription_id) s`,
     [locked.map((e) => e.merchant_id), locked.map((e) => e.id), take, workerId, now],
-  );
-  // Every endpoint looked at goes to the back of the round; its due_at is recomputed from what
-  // is still waiting (NULL when nothing is), which also repairs an over-eager lower bound.
-  await tx.query(
-    `UPDATE ${SUBSCRIPTIONS} s SET last_served_at = $3,
-       due_at = (SELECT min(d.next_attempt_at) FROM ${DELIVERIES} d
-                 WHERE d.merchant_id = s.merchant_id AND d.subscription_id = s.id AND ${waiting('d')})
-     WHERE (s.merchant_id, s.id) IN (SELECT * FROM unnest($1::text[], $2::text[]))`,
-    [locked.map((e) => e.merchant_id), locked.map((e) => e.id), now],
   );
   return rows.map((row) => ({
     merchantId: row.merchant_id,
@@ -238,35 +252,37 @@ export interface AttemptResult extends Attempt {
   firstAttemptAt: Date;
 }
 
-/** Records a batch of finished attempts and releases their claims, in three statements whatever the batch size. */
-export async function recordAttempts(tx: Queryable, results: AttemptResult[], now: Date): Promise<void> {
-  if (results.length === 0) return;
+/**
+ * Records a batch of finished attempts and releases their claims, in one statement whatever the
+ * batch size. Only deliveries still claimed by the recording worker change: a worker presumed
+ * dead whose claims were handed on (its attempt logged as `interrupted`) cannot overwrite what
+ * the next worker does. Answers the ids of the deliveries it recorded. Scheduling the retries on
+ * their endpoints is the caller's (`markEndpointsDue`), so it can lock every endpoint it touches
+ * in one ordered step.
+ */
+export async function recordAttempts(tx: Queryable, workerId: string, results: AttemptResult[], now: Date): Promise<Set<string>> {
+  if (results.length === 0) return new Set();
   const column = <T>(pick: (r: AttemptResult) => T) => results.map(pick);
-  await tx.query(
-    `INSERT INTO ${ATTEMPTS} (merchant_id, delivery_id, number, subscription_id, started_at, status_code, duration_ms, error, error_message, response_excerpt)
-     SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::timestamptz[], $6::int[], $7::int[], $8::text[], $9::text[], $10::text[])
-     ON CONFLICT DO NOTHING`,
-    [
-      column((r) => r.merchantId),
-      column((r) => r.deliveryId),
-      column((r) => r.number),
-      column((r) => r.subscriptionId),
-      column((r) => r.startedAt.toISOString()),
-      column((r) => r.statusCode),
-      column((r) => r.durationMs),
-      column((r) => r.error),
-      column((r) => r.errorMessage),
-      column((r) => r.responseExcerpt),
-    ],
-  );
-  await tx.query(
-    `UPDATE ${DELIVERIES} d SET status = u.status, attempt_count = GREATEST(d.attempt_count, u.number), next_attempt_at = u.next_attempt_at,
-       first_attempt_at = COALESCE(d.first_attempt_at, u.first_attempt_at), last_status_code = u.status_code, last_error = u.error,
-       claimed_by = NULL, claimed_at = NULL, updated_at = $9,
-       completed_at = CASE WHEN u.status IN ('succeeded', 'dead') THEN $9::timestamptz END
-     FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::timestamptz[], $6::timestamptz[], $7::int[], $8::text[])
-       AS u(merchant_id, id, status, number, next_attempt_at, first_attempt_at, status_code, error)
-     WHERE d.merchant_id = u.merchant_id AND d.id = u.id`,
+  const { rows } = await tx.query<{ delivery_id: string }>(
+    `WITH u AS (
+       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::timestamptz[], $6::timestamptz[], $7::int[], $8::text[],
+                            $9::text[], $10::timestamptz[], $11::int[], $12::text[], $13::text[])
+         AS u(merchant_id, id, status, number, next_attempt_at, first_attempt_at, status_code, error,
+              subscription_id, started_at, duration_ms, error_message, response_excerpt)
+     ),
+     updated AS (
+       UPDATE ${DELIVERIES} d SET status = u.status, attempt_count = GREATEST(d.attempt_count, u.number), next_attempt_at = u.next_attempt_at,
+         first_attempt_at = COALESCE(d.first_attempt_at, u.first_attempt_at), last_status_code = u.status_code, last_error = u.error,
+         claimed_by = NULL, claimed_at = NULL, updated_at = $15,
+         completed_at = CASE WHEN u.status IN ('succeeded', 'dead') THEN $15::timestamptz END
+       FROM u WHERE d.merchant_id = u.merchant_id AND d.id = u.id AND d.claimed_by = $14
+       RETURNING d.merchant_id, d.id
+     )
+     INSERT INTO ${ATTEMPTS} (merchant_id, delivery_id, number, subscription_id, started_at, status_code, duration_ms, error, error_message, response_excerpt)
+     SELECT u.merchant_id, u.id, u.number, u.subscription_id, u.started_at, u.status_code, u.duration_ms, u.error, u.error_message, u.response_excerpt
+     FROM u JOIN updated ON updated.merchant_id = u.merchant_id AND updated.id = u.id
+     ON CONFLICT DO NOTHING
+     RETURNING delivery_id`,
     [
       column((r) => r.merchantId),
       column((r) => r.deliveryId),
@@ -276,11 +292,28 @@ export async function recordAttempts(tx: Queryable, results: AttemptResult[], no
       column((r) => r.firstAttemptAt.toISOString()),
       column((r) => r.statusCode),
       column((r) => r.error),
+      column((r) => r.subscriptionId),
+      column((r) => r.startedAt.toISOString()),
+      column((r) => r.durationMs),
+      column((r) => r.errorMessage),
+      column((r) => r.responseExcerpt),
+      workerId,
       now,
     ],
   );
-  const retried = results.filter((r) => r.nextAttemptAt !== null);
-  await markEndpointsDue(tx, retried.map((r) => ({ merchantId: r.merchantId, subscriptionId: r.subscriptionId, at: r.nextAttemptAt! })));
+  return new Set(rows.map((row) => row.delivery_id));
+}
+
+/**
+ * Whether an endpoint has had no successful attempt since `since`: asked only when a delivery
+ * dies, to tell a failing endpoint from a failing delivery. Stops at the first success found.
+ */
+export async function noSuccessSince(db: Queryable, merchantId: string, subscriptionId: string, since: Date): Promise<boolean> {
+  const { rows } = await db.query<{ succeeded: boolean }>(
+    `SELECT EXISTS (SELECT 1 FROM ${ATTEMPTS} WHERE merchant_id = $1 AND subscription_id = $2 AND started_at >= $3 AND error IS NULL) AS succeeded`,
+    [merchantId, subscriptionId, since],
+  );
+  return !rows[0]!.succeeded;
 }
 
 /** Heartbeat of a live worker; a worker that stops beating loses its claims. */

@@ -22,9 +22,9 @@ export const webhooksMigrations: Migration[] = [
         previous_secret text,
         previous_secret_expires_at timestamptz,
         secret_rotated_at timestamptz,
-        -- Set by the first failure after a success; a subscription failing for the whole retry
-        -- window is disabled.
-        failing_since timestamptz,
+        -- When it was created or last re-enabled: a dead letter switches the endpoint off only if
+        -- no attempt succeeded since that delivery's first attempt, and not before this.
+        enabled_at timestamptz NOT NULL,
         -- Scheduling: the earliest next_attempt_at among its waiting deliveries (a lower bound;
         -- NULL when it has none), and when a worker last served it (round robin).
         due_at timestamptz,

@@ -4,7 +4,7 @@ import { WEBHOOKS_SCHEMA } from './migrations.js';
 
 const TABLE = `${WEBHOOKS_SCHEMA}.subscriptions`;
 export const SUBSCRIPTION_COLUMNS =
-  'merchant_id, id, url, topics, description, status, disabled_reason, secret, previous_secret, previous_secret_expires_at, secret_rotated_at, failing_since, version, created_at, updated_at';
+  'merchant_id, id, url, topics, description, status, disabled_reason, secret, previous_secret, previous_secret_expires_at, secret_rotated_at, enabled_at, version, created_at, updated_at';
 
 export interface SubscriptionRow {
   merchant_id: string;
@@ -18,7 +18,7 @@ export interface SubscriptionRow {
   previous_secret: string | null;
   previous_secret_expires_at: Date | null;
   secret_rotated_at: Date | null;
-  failing_since: Date | null;
+  enabled_at: Date;
   version: number;
   created_at: Date;
   updated_at: Date;
@@ -37,7 +37,7 @@ export function toSubscription(row: SubscriptionRow): Subscription {
     previousSecret: row.previous_secret,
     previousSecretExpiresAt: row.previous_secret_expires_at,
     secretRotatedAt: row.secret_rotated_at,
-    failingSince: row.failing_since,
+    enabledAt: row.enabled_at,
     version: Number(row.version),
     createdAt: row.created_at,
     updatedAt: row.updated_at,
@@ -46,8 +46,8 @@ export function toSubscription(row: SubscriptionRow): Subscription {
 
 export async function insertSubscriptionForMerchant(db: Queryable, merchantId: MerchantId, id: string, input: SubscriptionInput, secret: string, now: Date): Promise<Subscription> {
   const { rows } = await db.query<SubscriptionRow>(
-    `INSERT INTO ${TABLE} (merchant_id, id, url, topics, description, status, disabled_reason, secret, version, created_at, updated_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 1, $9, $9)
+    `INSERT INTO ${TABLE} (merchant_id, id, url, topics, description, status, disabled_reason, secret, enabled_at, version, created_at, updated_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 1, $9, $9)
      RETURNING ${SUBSCRIPTION_COLUMNS}`,
     [merchantId, id, input.url, input.topics, input.description, input.status, input.status === 'disabled' ? 'by_merchant' : null, secret, now],
   );
@@ -103,8 +103,8 @@ export async function updateSubscriptionForMerchant(
     params.push(value);
     return `${columns[key]} = $${params.length}`;
   });
-  // A merchant re-enabling an endpoint starts it afresh: the failure clock and the reason go.
-  if (changes.status === 'enabled') sets.push('disabled_reason = NULL', 'failing_since = NULL');
+  // A merchant re-enabling an endpoint starts it afresh: the reason goes and the failure clock restarts.
+  if (changes.status === 'enabled') sets.push('disabled_reason = NULL', `enabled_at = CASE WHEN status = 'disabled' THEN $3 ELSE enabled_at END`);
   const { rows } = await tx.query<SubscriptionRow>(
     `UPDATE ${TABLE} SET ${[...sets, 'version = version + 1', 'updated_at = $3'].join(', ')}
      WHERE merchant_id = $1 AND id = $2 RETURNING ${SUBSCRIPTION_COLUMNS}`,
@@ -127,13 +127,16 @@ export async function deleteSubscriptionForMerchant(tx: Queryable, merchantId: M
   await tx.query(`DELETE FROM ${TABLE} WHERE merchant_id = $1 AND id = $2`, [merchantId, id]);
 }
 
-/** Records the outcome for the endpoint's failure clock: a success stops it, a failure starts it if it is not running. */
-export async function recordEndpointHealth(tx: Queryable, merchantId: string, id: string, succeeded: boolean, now: Date): Promise<Date | null> {
-  const { rows } = await tx.query<{ failing_since: Date | null }>(
-    succeeded
-      ? `UPDATE ${TABLE} SET failing_since = NULL WHERE merchant_id = $1 AND id = $2 AND failing_since IS NOT NULL RETURNING failing_since`
-      : `UPDATE ${TABLE} SET failing_since = COALESCE(failing_since, $3) WHERE merchant_id = $1 AND id = $2 RETURNING failing_since`,
-    succeeded ? [merchantId, id] : [merchantId, id, now],
+/**
+ * Locks these subscriptions' rows in primary-key order. Every transaction that updates several
+ * subscriptions (fan-out, recording attempts, releasing dead workers' claims) takes its locks
+ * through here first, so two of them never wait on each other in opposite orders (a deadlock).
+ */
+export async function lockSubscriptionsInKeyOrder(tx: Queryable, keys: { merchantId: string; subscriptionId: string }[]): Promise<void> {
+  if (keys.length === 0) return;
+  await tx.query(
+    `SELECT 1 FROM ${TABLE} WHERE (merchant_id, id) IN (SELECT * FROM unnest($1::text[], $2::text[]))
+     ORDER BY merchant_id, id FOR NO KEY UPDATE`,
+    [keys.map((k) => k.merchantId), keys.map((k) => k.subscriptionId)],
   );
-  return rows[0]?.failing_since ?? null;
 }

@@ -1,4 +1,4 @@
-import { Conflict, newId, NotFound, parsePageRequest, toListPage, ValidationFailed, type Db, type FieldError, type MerchantId, type Queryable } from '@merx/kit';
+import { buildEvent, Conflict, newId, NotFound, parsePageRequest, toListPage, ValidationFailed, type Db, type Emit, type FieldError, type MerchantId, type Outbox, type Queryable } from '@merx/kit';
 import { eventCatalogue } from '@merx/contracts';
 import { DELIVERY_STATUSES, type Delivery, type DeliveryStatus } from '../domain/delivery.js';
 import { presentDeadLetter, presentDelivery, presentDeliveryWithAttempts, presentEvent } from '../domain/present.js';
@@ -16,6 +16,8 @@ import { findSubscriptionForMerchant } from '../store/subscriptions-store.js';
 
 export interface DeliveryUseCaseDeps {
   db: Db;
+  /** Replays are merchant acts: each one is an event (and so an audit entry). */
+  outbox: Outbox;
   eventRetentionDays: number;
   /** Called after a replay commits, so a worker of this process sends it at once. */
   onDeliveriesDue(): void;
@@ -95,7 +97,7 @@ function parseFilters(source: Record<string, unknown>, allowed: readonly string[
   return filters;
 }
 
-export function deliveryUseCases({ db, eventRetentionDays, onDeliveriesDue, now = () => new Date() }: DeliveryUseCaseDeps) {
+export function deliveryUseCases({ db, outbox, eventRetentionDays, onDeliveriesDue, now = () => new Date() }: DeliveryUseCaseDeps) {
   async function findDeadLetter(tx: Queryable, merchantId: MerchantId, id: string, forUpdate = false): Promise<Delivery> {
     const delivery = await findDeliveryForMerchant(tx, merchantId, id, { forUpdate });
     if (!delivery || delivery.status !== 'dead' || delivery.replayedBy) throw new NotFound('dead letter', id);
@@ -109,22 +111,34 @@ export function deliveryUseCases({ db, eventRetentionDays, onDeliveriesDue, now 
     return event;
   }
 
-  /** A replay is a new delivery of the same event (same webhook-id, same payload) with attempts of its own. */
-  async function replay(tx: Queryable, merchantId: MerchantId, dead: Delivery[]): Promise<string[]> {
+  /**
+   * A replay is a new delivery of the same event (same webhook-id, same payload) with attempts of
+   * its own, announced as `webhooks.dead_letter_replayed` so the audit log names every replay.
+   */
+  async function replay(tx: Queryable, emit: Emit, merchantId: MerchantId, dead: Delivery[]): Promise<Delivery[]> {
     const created = now();
-    const replays = dead.map((delivery) => ({
-      merchantId,
+    const replays: Delivery[] = dead.map((delivery) => ({
       id: newId('del'),
+      merchantId,
       eventId: delivery.eventId,
       topic: delivery.topic,
       subscriptionId: delivery.subscriptionId,
-      status: 'pending' as const,
+      status: 'pending',
+      attemptCount: 0,
+      nextAttemptAt: created,
+      firstAttemptAt: null,
+      lastStatusCode: null,
       lastError: null,
       replayOf: delivery.id,
+      replayedBy: null,
+      createdAt: created,
+      updatedAt: created,
+      completedAt: null,
     }));
-    await insertDeliveries(tx, replays, created);
-    await markReplayed(tx, merchantId, replays.map((r) => ({ deadId: r.replayOf, replayId: r.id })), created);
-    return replays.map((r) => r.id);
+    await insertDeliveries(tx, replays.map((r) => ({ ...r, status: 'pending' as const, replayOf: r.replayOf })), created);
+    await markReplayed(tx, merchantId, replays.map((r) => ({ deadId: r.replayOf!, replayId: r.id })), created);
+    for (const replayed of replays) emit(buildEvent('webhooks.dead_letter_replayed', merchantId, { object: presentDelivery(replayed) }));
+    return replays;
   }
 
   return {
@@ -155,17 +169,17 @@ export function deliveryUseCases({ db, eventRetentionDays, onDeliveriesDue, now 
     },
 
     async replayDeadLetter(merchantId: MerchantId, id: string) {
-      const replayId = await db.transaction(async (tx) => {
+      const replayed = await outbox.transaction(async (tx, emit) => {
         const dead = await findDeadLetter(tx, merchantId, id, true);
         const subscription = await findSubscriptionForMerchant(tx, merchantId, dead.subscriptionId);
         if (subscription?.status !== 'enabled') {
           throw new Conflict(`Subscription ${dead.subscriptionId} is disabled; enable it (PATCH status=enabled) before replaying its dead letters.`);
         }
-        const [created] = await replay(tx, merchantId, [dead]);
+        const [created] = await replay(tx, emit, merchantId, [dead]);
         return created!;
       });
       onDeliveriesDue();
-      return presentDelivery((await findDeliveryForMerchant(db, merchantId, replayId))!);
+      return presentDelivery(replayed);
     },
 
     async replayDeadLetters(merchantId: MerchantId, body: unknown) {
@@ -180,10 +194,10 @@ export function deliveryUseCases({ db, eventRetentionDays, onDeliveriesDue, now 
         throw new ValidationFailed([{ field: 'limit', code: 'out_of_range', message: `limit must be an integer from 1 to ${MAX_BULK_REPLAY}` }]);
       }
       const filters = parseFilters(source, ['subscription_id'], false);
-      const { ids, hasMore } = await db.transaction(async (tx) => {
+      const { ids, hasMore } = await outbox.transaction(async (tx, emit) => {
         const dead = await lockDeadLettersForReplay(tx, merchantId, filters, limit);
-        const chosen = dead.slice(0, limit);
-        return { ids: await replay(tx, merchantId, chosen), hasMore: dead.length > limit };
+        const replays = await replay(tx, emit, merchantId, dead.slice(0, limit));
+        return { ids: replays.map((r) => r.id), hasMore: dead.length > limit };
       });
       if (ids.length > 0) onDeliveriesDue();
       return { object: 'dead_letter_replay' as const, replayed: ids.length, delivery_ids: ids, has_more: hasMore };

@@ -81,7 +81,7 @@ export function subscriptionUseCases({ db, outbox, settings, now = () => new Dat
         previousSecret: null,
         previousSecretExpiresAt: null,
         secretRotatedAt: null,
-        failingSince: null,
+        enabledAt: created,
         version: 1,
         createdAt: created,
         updatedAt: created,
