@@ -339,10 +339,23 @@ describe('event catalogue and validateEvent', () => {
     assert.match(validator.validateEvent(leakyPrevious).join('\n'), /additional properties: secret/);
   });
 
-  it('lets provisional schemas of later resources carry extra members', () => {
-    const order = { id: 'rec_1', object: 'order', source_id: 'src_01jd3k7q8m2x4v6b9c0d1e2f3g', data: { total: 120 }, anything: true };
+  it('holds ingested records and internal messages to their schemas', () => {
+    const order = {
+      id: 'rec_01jd3k7q8m2x4v6b9c0d1e2f3g',
+      object: 'record',
+      type: 'order',
+      source_id: 'src_01jd3k7q8m2x4v6b9c0d1e2f3g',
+      external_id: 'ORD-1',
+      occurred_at: '2026-11-22T10:00:00.000Z',
+      data: { total: 120 },
+      received_at: '2026-11-22T10:00:01.000Z',
+    };
     assert.deepEqual(validator.validateEvent(anEvent({ topic: 'orders.created', data: { object: order } })), []);
-    assert.match(validator.validateEvent(anEvent({ topic: 'orders.created', data: { object: { object: 'order' } } })).join('\n'), /'id'/);
+    assert.match(validator.validateEvent(anEvent({ topic: 'orders.created', data: { object: { ...order, anything: true } } })).join('\n'), /additional properties/);
+    const removed = { id: 'dst_01jd3k7q8m2x4v6b9c0d1e2f3g', object: 'destination_endpoint', version: 2 };
+    assert.deepEqual(validator.validateEvent(anEvent({ topic: 'internal.destination_removed', data: { object: removed } })), []);
+    assert.match(validator.validateEvent(anEvent({ topic: 'internal.destination_removed', data: { object: { ...removed, version: 0 } } })).join('\n'), /version/);
+    assert.match(validator.validateEvent(anEvent({ topic: 'internal.nothing_like_it', data: { object: removed } })).join('\n'), /not an event of the catalogue/);
   });
 });
 

@@ -30,6 +30,7 @@ export const eventNames = [
   'webhooks.secret_rotated',
   'webhooks.dead_letter_replayed',
   'sandbox.reset',
+  'sandbox.reset_completed',
 ] as const;
 
 export type EventName = (typeof eventNames)[number];

@@ -2,6 +2,7 @@ import { eventNames } from './event-names.js';
 import { partialOf, prefixedId, timestamp } from './openapi/fragments.js';
 import { apiKeySchema, merchantSchema, productSchema } from './openapi/schemas.js';
 import { systemAlertSchema, webhookDeliverySchema, webhookSubscriptionSchema } from './openapi/schemas-webhooks.js';
+import { connectionSchema, destinationSchema, ingestedRecordSchema, ruleSchema, sandboxResetSchema, sourceSchema } from './openapi/schemas-merchants.js';
 import { throttleOverrideSchema } from './openapi/paths-throttle.js';
 import type { JsonSchema } from './openapi/types.js';
 
@@ -35,33 +36,8 @@ export interface EventEnvelope<TObject = Record<string, unknown>> {
   context?: { request_id?: string | null; actor: { type: ActorType; id: string }; ip?: string | null };
 }
 
-/**
- * Objects of resources that later issues build. Only `id` and `object` are pinned and other
- * members are allowed; the issue that owns each resource replaces its schema with a strict one.
- */
-function provisionalObject(objectName: string, idSchema: JsonSchema, properties: Record<string, JsonSchema> = {}): JsonSchema {
-  return {
-    type: 'object',
-    required: ['id', 'object'],
-    additionalProperties: true,
-    properties: { id: idSchema, object: { const: objectName }, ...properties },
-  };
-}
+const ingestedRecord = ingestedRecordSchema;
 
-const recordProperties: Record<string, JsonSchema> = {
-  source_id: prefixedId('src', 'Source that ingested the record.'),
-  external_id: { type: 'string', description: 'The record\'s id in the source system.' },
-  occurred_at: { type: 'string', format: 'date-time' },
-  data: { type: 'object', description: 'The record\'s own data, as ingested.' },
-};
-
-const ingestedObject = (objectName: string) =>
-  provisionalObject(objectName, { type: 'string', minLength: 1 }, recordProperties);
-
-const sourceObject = provisionalObject('source', prefixedId('src', 'Source id.'));
-const destinationObject = provisionalObject('destination', prefixedId('dst', 'Destination id.'));
-const ruleObject = provisionalObject('rule', prefixedId('rul', 'Rule id.'));
-const connectionObject = provisionalObject('connection', prefixedId('con', 'Connection id.'));
 const appGrantSchema: JsonSchema = {
   type: 'object',
   required: ['id', 'object', 'client_id', 'merchant_id', 'scopes', 'revoked_at'],
@@ -75,8 +51,6 @@ const appGrantSchema: JsonSchema = {
     revoked_at: timestamp,
   },
 };
-const sandboxResetObject = provisionalObject('merchant', prefixedId('mch', 'The merchant whose sandbox data was erased.'));
-
 function crudEvents(topic: string, noun: string, object: JsonSchema, strictPrevious = false): EventDefinition[] {
   const previous = strictPrevious ? partialOf(object) : { type: 'object' };
   return [
@@ -96,25 +70,26 @@ export const eventCatalogue: ReadonlyArray<EventDefinition> = [
   {
     name: 'orders.created',
     topic: 'orders',
-    description: 'A source ingested an order record.',
-    dataObjectSchema: ingestedObject('order'),
+    description: 'A source ingested an order record (`object.type` is `order`).',
+    dataObjectSchema: ingestedRecord,
   },
   {
     name: 'reviews.submitted',
     topic: 'reviews',
-    description: 'A source ingested a review record.',
-    dataObjectSchema: ingestedObject('review'),
+    description: 'A source ingested a review record (`object.type` is `review`).',
+    dataObjectSchema: ingestedRecord,
   },
   {
     name: 'campaign_spend.updated',
     topic: 'campaign_spend',
-    description: 'A source ingested a campaign spend record.',
-    dataObjectSchema: ingestedObject('campaign_spend'),
+    description: 'A source ingested a campaign spend record (`object.type` is `campaign_spend`).',
+    dataObjectSchema: ingestedRecord,
   },
   {
     name: 'system_alerts.raised',
     topic: 'system_alerts',
-    description: 'Something needs the merchant\'s attention: an endpoint is failing, an event was dead-lettered, a source reported an error.',
+    description:
+      'Something needs the merchant\'s attention: an endpoint is failing, an event was dead-lettered, a source reported an error (an ingested `alert` record: `kind` is `source_error` and `record` is the record).',
     dataObjectSchema: systemAlertSchema,
   },
   ...crudEvents('products', 'product', productSchema, true),
@@ -137,10 +112,10 @@ export const eventCatalogue: ReadonlyArray<EventDefinition> = [
     description: 'An operator changed the merchant\'s throttle numbers; every gateway replica applies `object.overrides` over the plan.',
     dataObjectSchema: throttleOverrideSchema,
   },
-  ...crudEvents('sources', 'source', sourceObject),
-  ...crudEvents('destinations', 'destination', destinationObject),
-  ...crudEvents('rules', 'rule', ruleObject),
-  ...crudEvents('connections', 'connection', connectionObject),
+  ...crudEvents('sources', 'source', sourceSchema, true),
+  ...crudEvents('destinations', 'destination', destinationSchema, true),
+  ...crudEvents('rules', 'rule', ruleSchema, true),
+  ...crudEvents('connections', 'connection', connectionSchema, true),
   {
     name: 'auth.token_issued',
     topic: 'auth',
@@ -218,8 +193,15 @@ export const eventCatalogue: ReadonlyArray<EventDefinition> = [
   {
     name: 'sandbox.reset',
     topic: 'sandbox',
-    description: 'All data of the sandbox merchant was erased.',
-    dataObjectSchema: sandboxResetObject,
+    description:
+      'The merchant asked for a sandbox reset: every service wipes its data of the merchant (products, configuration, records, subscriptions, deliveries, events), keeping API keys and the audit log. `object` is the reset, `running`.',
+    dataObjectSchema: sandboxResetSchema,
+  },
+  {
+    name: 'sandbox.reset_completed',
+    topic: 'sandbox',
+    description: 'Every service finished its part of a sandbox reset (and seeded fixtures if asked). `object` is the reset, `completed`.',
+    dataObjectSchema: sandboxResetSchema,
   },
 ];
 

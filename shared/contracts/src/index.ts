@@ -3,3 +3,5 @@ export * from './scopes.js';
 export * from './openapi.js';
 export * from './events.js';
 export * from './validator.js';
+export * from './internal-events.js';
+export * from './openapi/schemas-merchants.js';

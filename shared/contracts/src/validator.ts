@@ -1,6 +1,7 @@
 import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormatsModule, { type FormatsPlugin } from 'ajv-formats';
 import { eventEnvelopeSchema, findEventDefinition } from './events.js';
+import { findInternalEventDefinition } from './internal-events.js';
 import { openApiDocument } from './openapi.js';
 import type { HeaderObject, HttpMethod, JsonSchema, OpenApiDocument, OperationObject, Reference, ResponseObject } from './openapi/types.js';
 import { findRoute, normalizeMediaType, normalizeRequestPath, type Route } from './validator/routes.js';
@@ -143,9 +144,10 @@ export function createContractValidator(document: OpenApiDocument = openApiDocum
     const envelope = (typeof event === 'object' && event !== null ? event : {}) as Record<string, unknown>;
     const name = typeof envelope.topic === 'string' ? envelope.topic : undefined;
     const label = `event ${typeof envelope.id === 'string' ? envelope.id : '(no id)'} ${name ?? '(no topic)'}`;
-    const definition = name === undefined ? undefined : findEventDefinition(name);
+    const definition = name === undefined ? undefined : (findEventDefinition(name) ?? findInternalEventDefinition(name));
     const problems = check(eventEnvelopeSchema, event, 'event').filter(
-      (problem) => definition || name === undefined || !problem.startsWith('event/topic '),
+      // The envelope names only public events; a named topic is judged by the two catalogues instead.
+      (problem) => name === undefined || !problem.startsWith('event/topic '),
     );
     if (name !== undefined && !definition) problems.push(`${name} is not an event of the catalogue`);
     const data = envelope.data as Record<string, unknown> | undefined;

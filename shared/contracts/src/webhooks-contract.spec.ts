@@ -138,6 +138,8 @@ const anAlert = (overrides: Record<string, unknown> = {}) => ({
   destination_id: null,
   delivery_id: deliveryId,
   event_id: eventId,
+  source_id: null,
+  record: null,
   created_at: at,
   ...overrides,
 });
@@ -206,8 +208,8 @@ describe('webhooks contract: the document', () => {
       );
     };
     assert.deepEqual(parameterNames('/api/v1/webhooks/subscriptions', 'get'), ['limit', 'cursor', 'status']);
-    assert.deepEqual(parameterNames('/api/v1/webhooks/deliveries', 'get'), ['limit', 'cursor', 'subscription_id', 'event_id', 'topic', 'status', 'since', 'until']);
-    assert.deepEqual(parameterNames('/api/v1/webhooks/dead-letters', 'get'), ['limit', 'cursor', 'subscription_id', 'topic', 'since', 'until']);
+    assert.deepEqual(parameterNames('/api/v1/webhooks/deliveries', 'get'), ['limit', 'cursor', 'subscription_id', 'destination_id', 'event_id', 'topic', 'status', 'since', 'until']);
+    assert.deepEqual(parameterNames('/api/v1/webhooks/dead-letters', 'get'), ['limit', 'cursor', 'subscription_id', 'destination_id', 'topic', 'since', 'until']);
     assert.deepEqual(parameterNames('/api/v1/events', 'get'), ['limit', 'cursor', 'topic', 'since', 'until']);
     assert.deepEqual(parameterNames('/api/v1/webhooks/subscriptions', 'post'), ['Idempotency-Key']);
     assert.deepEqual(parameterNames('/api/v1/webhooks/subscriptions/{id}', 'patch'), ['If-Match']);

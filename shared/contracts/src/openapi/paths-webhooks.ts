@@ -139,6 +139,7 @@ export const webhookPaths: Record<string, PathItem> = {
         parameters: [
           ...page,
           idFilter('subscription_id', 'wh', 'Only deliveries to this subscription.'),
+          idFilter('destination_id', 'dst', 'Only deliveries to this destination.'),
           idFilter('event_id', 'evt', 'Only deliveries of this event (its first delivery and any replays).'),
           query('topic', 'Only deliveries of this event, or of every event of this topic.', topicFilterValues),
           query('status', 'Only deliveries in this status.', { type: 'string', enum: ['pending', 'succeeded', 'failing', 'dead'] }),
@@ -175,6 +176,7 @@ export const webhookPaths: Record<string, PathItem> = {
         parameters: [
           ...page,
           idFilter('subscription_id', 'wh', 'Only dead letters of this subscription.'),
+          idFilter('destination_id', 'dst', 'Only dead letters of this destination.'),
           query('topic', 'Only dead letters of this event, or of every event of this topic.', topicFilterValues),
           timeFilter('since', 'Only dead letters that died at or after this time.'),
           timeFilter('until', 'Only dead letters that died before this time.'),

@@ -30,7 +30,7 @@ export const topicFilterValues: JsonSchema = {
   description: 'An event name (`products.created`) or a topic (`products`: all its events).',
 };
 
-const webhookUrl: JsonSchema = {
+export const webhookUrl: JsonSchema = {
   type: 'string',
   format: 'uri',
   pattern: '^https?://',
@@ -55,7 +55,7 @@ const deliveryError = (description: string): JsonSchema => ({ type: ['string', '
 const httpStatus = (description: string): JsonSchema => ({ type: ['integer', 'null'], minimum: 100, maximum: 599, description });
 const count = (description: string): JsonSchema => ({ type: 'integer', minimum: 0, description });
 
-const secretSchema: JsonSchema = {
+export const signingSecretSchema: JsonSchema = {
   type: 'string',
   pattern: '^whsec_[A-Za-z0-9+/]+={0,2}$',
   description:
@@ -111,7 +111,7 @@ export const webhookSubscriptionWithSecretSchema: JsonSchema = {
   description: 'A subscription as returned on creation and on secret rotation, with its signing secret.',
   required: [...subscriptionRequired, 'secret'],
   additionalProperties: false,
-  properties: { ...subscriptionProperties, secret: secretSchema },
+  properties: { ...subscriptionProperties, secret: signingSecretSchema },
   allOf: statusAndReason,
 };
 
@@ -241,6 +241,7 @@ export const deadLetterReplayRequestSchema: JsonSchema = {
   additionalProperties: false,
   properties: {
     subscription_id: prefixedId('wh', 'Only dead letters of this subscription.'),
+    destination_id: prefixedId('dst', 'Only dead letters of this destination.'),
     topic: topicFilterValues,
     since: { type: 'string', format: 'date-time', description: 'Only dead letters that died at or after this time.' },
     until: { type: 'string', format: 'date-time', description: 'Only dead letters that died before this time.' },
@@ -268,7 +269,7 @@ export const deadLetterReplaySchema: JsonSchema = {
 export const systemAlertSchema: JsonSchema = {
   type: 'object',
   description: 'Something that needs the merchant\'s attention.',
-  required: ['id', 'object', 'kind', 'severity', 'message', 'subscription_id', 'destination_id', 'delivery_id', 'event_id', 'created_at'],
+  required: ['id', 'object', 'kind', 'severity', 'message', 'subscription_id', 'destination_id', 'delivery_id', 'event_id', 'source_id', 'record', 'created_at'],
   additionalProperties: false,
   properties: {
     id: prefixedId('alr', 'Alert id.'),
@@ -276,7 +277,7 @@ export const systemAlertSchema: JsonSchema = {
     kind: {
       type: 'string',
       enum: ['event_dead_lettered', 'endpoint_disabled', 'source_error'],
-      description: 'A delivery gave up after 72 h; a subscription was disabled (410 Gone or failing for too long); a source reported an error.',
+      description: 'A delivery gave up after 72 h; a subscription or destination was disabled (410 Gone or failing for too long); a source reported an error (an ingested alert record).',
     },
     severity: { type: 'string', enum: ['warning', 'critical'] },
     message: { type: 'string', minLength: 1 },
@@ -284,6 +285,11 @@ export const systemAlertSchema: JsonSchema = {
     destination_id: nullable(prefixedId('dst', 'The destination concerned, if any.')),
     delivery_id: nullable(prefixedId('del', 'The delivery concerned, if any.')),
     event_id: nullable(prefixedId('evt', 'The event concerned, if any.')),
+    source_id: nullable(prefixedId('src', 'The source that reported it, for `source_error`.')),
+    record: {
+      type: ['object', 'null'],
+      description: 'For `source_error`: the ingested `alert` record (`id`, `type`, `source_id`, `external_id`, `occurred_at`, `data`, `received_at`), as the records list shows it. Null otherwise.',
+    },
     created_at: timestamp,
   },
 };
