@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import type { LookupAddress, LookupOptions } from 'node:dns';
-import { checkEndpointUrl, classifyAddress, guardedLookup, refuseLiteralHost, type HostResolver, type TargetPolicy } from './addresses.js';
+import { checkEndpointUrl, classifyAddress, guardedLookup, refuseLiteralHost, type HostResolver, type TargetPolicy } from './endpoint-addresses.js';
 
 const STRICT: TargetPolicy = { allowPrivateAddresses: false, allowedPrivateHosts: [], requireHttps: true };
 const LENIENT: TargetPolicy = { ...STRICT, requireHttps: false };

@@ -1,6 +1,6 @@
 import dns from 'node:dns';
 import { isIP, type LookupFunction } from 'node:net';
-import type { FieldError } from '@merx/kit';
+import type { FieldError } from './errors.js';
 
 /**
  * SSRF policy. A webhook URL is chosen by a merchant, so without this a subscription could make

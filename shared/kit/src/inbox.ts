@@ -16,6 +16,18 @@ export const inboxMigration: Migration = {
 };
 
 /**
+ * Records that `consumer` has seen `event`, inside the caller's transaction. False when it had
+ * already: the caller then does nothing, and its transaction commits no second effect.
+ */
+export async function recordInInbox(tx: Queryable, schema: string, consumer: string, event: MerxEvent): Promise<boolean> {
+  const inserted = await tx.query(
+    `INSERT INTO ${schema}.inbox (consumer, event_id, topic) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING RETURNING event_id`,
+    [consumer, event.id, event.topic],
+  );
+  return (inserted.rowCount ?? 0) > 0;
+}
+
+/**
  * At-least-once delivery becomes exactly-once effect: the inbox row and the handler's writes
  * commit together, so a redelivered event finds its row and is dropped, and a crash before
  * commit leaves no row and the broker redelivers.
@@ -28,11 +40,7 @@ export async function handleEventOnce(
   work: (tx: Queryable) => Promise<void>,
 ): Promise<'handled' | 'duplicate'> {
   return db.transaction(async (tx) => {
-    const inserted = await tx.query(
-      `INSERT INTO ${schema}.inbox (consumer, event_id, topic) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING RETURNING event_id`,
-      [consumer, event.id, event.topic],
-    );
-    if (inserted.rowCount === 0) return 'duplicate';
+    if (!(await recordInInbox(tx, schema, consumer, event))) return 'duplicate';
     await work(tx);
     return 'handled';
   });

@@ -26,3 +26,6 @@ export * from './service.js';
 export * from './revocations.js';
 export * from './canonical-json.js';
 export * from './batch.js';
+export * from './endpoint-addresses.js';
+export * from './signing-secret.js';
+export * from './time-zone.js';

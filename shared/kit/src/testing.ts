@@ -3,6 +3,8 @@ import { createLocalJWKSet, exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { API_AUDIENCE } from './runtime.js';
 import { createTokenVerifier, type TokenVerifier } from './auth.js';
 import { createPostgresDb, type Db } from './db.js';
+import type { Bus } from './bus.js';
+import type { MerxEvent } from './events.js';
 
 /**
  * Test support for service component suites (`@merx/kit/testing`): kept out of the main entry
@@ -72,5 +74,65 @@ export class ManualClock {
   }
   set(date: Date): void {
     this.current = date.getTime();
+  }
+}
+
+const WAIT_LIMIT_MS = 10_000;
+
+/**
+ * Records the deliveries the service's own consumers finished handling (applied, skipped or
+ * dropped as a duplicate), so a test waits for exactly that instead of for a time-out.
+ */
+export class HandledDeliveries {
+  private readonly handled: MerxEvent[] = [];
+  private readonly waiters = new Set<() => void>();
+
+  /** The bus as the service sees it: the same bus, with the end of every successful handling recorded. */
+  watch(bus: Bus): Bus {
+    return {
+      kind: bus.kind,
+      publish: (events) => bus.publish(events),
+      consume: (options, handler) =>
+        bus.consume(options, async (event, info) => {
+          await handler(event, info);
+          this.handled.push(event);
+          for (const check of this.waiters) check();
+        }),
+      isConnected: () => bus.isConnected(),
+      close: () => bus.close(),
+    };
+  }
+
+  count(eventId: string): number {
+    return this.handled.filter((event) => event.id === eventId).length;
+  }
+
+  /** Resolves once `times` deliveries of the event have been handled. */
+  until(eventId: string, times = 1): Promise<void> {
+    return this.waitFor(() => this.count(eventId) >= times, () => `${eventId} handled ${times} times (${this.count(eventId)} so far)`);
+  }
+
+  /** The first handled event that matches, once there is one. */
+  async find(matches: (event: MerxEvent) => boolean): Promise<MerxEvent> {
+    let found: MerxEvent | undefined;
+    await this.waitFor(() => (found = this.handled.find(matches)) !== undefined, () => 'a matching event handled');
+    return found!;
+  }
+
+  private waitFor(done: () => boolean, what: () => string): Promise<void> {
+    if (done()) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const check = () => {
+        if (!done()) return;
+        this.waiters.delete(check);
+        clearTimeout(timer);
+        resolve();
+      };
+      const timer = setTimeout(() => {
+        this.waiters.delete(check);
+        reject(new Error(`waited ${WAIT_LIMIT_MS} ms for ${what()}`));
+      }, WAIT_LIMIT_MS);
+      this.waiters.add(check);
+    });
   }
 }
