@@ -1,0 +1,125 @@
+import { recordEventOfType, recordTypes, type RecordType } from '@merx/contracts';
+import { newId, type FieldError } from '@merx/kit';
+import { FieldChecks, jsonBytes, nestsDeeperThan } from './field-checks.js';
+
+export interface RecordInput {
+  type: RecordType;
+  external_id: string;
+  /** Normalised to ISO 8601 UTC with milliseconds. */
+  occurred_at: string;
+  data: Record<string, unknown>;
+}
+
+/** A record as stored: what the source sent, plus its id, its event and when it arrived. */
+export interface IngestedRecord extends RecordInput {
+  id: string;
+  merchantId: string;
+  sourceId: string;
+  eventId: string;
+  receivedAt: Date;
+}
+
+export interface RecordRoute {
+  connection_id: string;
+  destination_id: string;
+  outcome: 'routed' | 'dropped' | 'filtered';
+  rule_id: string | null;
+  reason: string | null;
+  routed_at: string;
+}
+
+const FIELDS = ['type', 'external_id', 'occurred_at', 'data'];
+export const MAX_RECORD_DATA_BYTES = 64 * 1024;
+export const MAX_RECORD_DATA_DEPTH = 16;
+const MAX_ALERT_MESSAGE = 1000;
+const ISO_TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/;
+
+function checkData(value: unknown, type: RecordType | undefined, check: FieldChecks): Record<string, unknown> | undefined {
+  const data = check.object(value, 'data');
+  if (!data) return undefined;
+  if (jsonBytes(data) > MAX_RECORD_DATA_BYTES) return check.fail('data', 'too_large', `data must be at most ${MAX_RECORD_DATA_BYTES / 1024} KiB as JSON`);
+  if (nestsDeeperThan(data, MAX_RECORD_DATA_DEPTH)) return check.fail('data', 'too_deep', `data must nest at most ${MAX_RECORD_DATA_DEPTH} levels`);
+  if (type === 'alert') {
+    check.text(data.message, 'data.message', { max: MAX_ALERT_MESSAGE });
+    if (data.severity !== undefined) check.oneOf(data.severity, 'data.severity', ['warning', 'critical']);
+  }
+  return data;
+}
+
+/** One record of a batch: valid, or the reasons it is rejected (field paths relative to the record). */
+export function validateRecord(input: unknown): { record?: RecordInput; errors: FieldError[] } {
+  const check = new FieldChecks();
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) {
+    check.fail('(record)', 'invalid_type', 'a record must be a JSON object');
+    return { errors: check.errors };
+  }
+  const body = input as Record<string, unknown>;
+  check.unknownFields(body, FIELDS, 'record');
+  FIELDS.forEach((field) => check.required(body, field));
+  const type = body.type === undefined ? undefined : check.oneOf(body.type, 'type', recordTypes);
+  const externalId = body.external_id === undefined ? undefined : check.text(body.external_id, 'external_id', { max: 255 });
+  let occurredAt: string | undefined;
+  if (body.occurred_at !== undefined) {
+    const parsed = typeof body.occurred_at === 'string' && ISO_TIMESTAMP.test(body.occurred_at) ? new Date(body.occurred_at) : new Date(NaN);
+    if (Number.isNaN(parsed.getTime())) check.fail('occurred_at', 'invalid_timestamp', 'occurred_at must be an ISO 8601 timestamp with a zone, such as 2026-11-22T10:04:05.123Z');
+    else occurredAt = parsed.toISOString();
+  }
+  const data = body.data === undefined ? undefined : checkData(body.data, type, check);
+  if (check.errors.length > 0) return { errors: check.errors };
+  return { record: { type: type!, external_id: externalId!, occurred_at: occurredAt!, data: data! }, errors: [] };
+}
+
+/** The record's wire shape: the `data.object` of its event and the base of the records list. */
+export function presentIngestedRecord(record: IngestedRecord) {
+  return {
+    id: record.id,
+    object: 'record' as const,
+    type: record.type,
+    source_id: record.sourceId,
+    external_id: record.external_id,
+    occurred_at: record.occurred_at,
+    data: record.data,
+    received_at: record.receivedAt.toISOString(),
+  };
+}
+
+export type IngestedRecordResource = ReturnType<typeof presentIngestedRecord>;
+
+export function presentRecord(record: IngestedRecord, routes: RecordRoute[]) {
+  return { ...presentIngestedRecord(record), event_id: record.eventId, routes };
+}
+
+/**
+ * The event an accepted record emits. An `alert` is a system alert, like the platform's own, so
+ * a merchant subscribed to system_alerts sees both; the record rides along in `record`.
+ */
+export function recordEvent(record: IngestedRecord): { topic: string; object: Record<string, unknown> } {
+  const topic = recordEventOfType[record.type];
+  const ingested = presentIngestedRecord(record);
+  if (record.type !== 'alert') return { topic, object: ingested };
+  return {
+    topic,
+    object: {
+      id: newId('alr'),
+      object: 'system_alert',
+      kind: 'source_error',
+      severity: record.data.severity === 'critical' ? 'critical' : 'warning',
+      message: record.data.message as string,
+      subscription_id: null,
+      destination_id: null,
+      delivery_id: null,
+      event_id: null,
+      source_id: record.sourceId,
+      record: ingested,
+      created_at: record.receivedAt.toISOString(),
+    },
+  };
+}
+
+/** The ingested record inside a record event, whichever of the four it is (routing reads it back). */
+export function ingestedRecordOfEvent(topic: string, object: Record<string, unknown>): IngestedRecordResource | undefined {
+  const candidate = topic === 'system_alerts.raised' ? object.record : object;
+  if (typeof candidate !== 'object' || candidate === null) return undefined;
+  const record = candidate as IngestedRecordResource;
+  return record.object === 'record' && typeof record.source_id === 'string' ? record : undefined;
+}

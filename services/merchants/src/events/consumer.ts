@@ -1,0 +1,34 @@
+import { recordEventNames } from '@merx/contracts';
+import { handleEventOnce, type Bus, type Consumer, type Db, type MerxEvent } from '@merx/kit';
+import type { MerchantResource } from '../domain/merchant.js';
+import { MERCHANTS_SCHEMA } from '../store/migrations.js';
+import { applyMerchantEvent } from '../usecases/merchant-profile.js';
+
+export const ACCOUNTS_CONSUMER = 'merchants.accounts';
+
+export interface MerchantsEventHandlers {
+  routeRecordEvent(event: MerxEvent): Promise<void>;
+  resetMerchantData(event: MerxEvent): Promise<void>;
+  recordServiceReport(event: MerxEvent): Promise<void>;
+  applyEngineDisable(event: MerxEvent): Promise<void>;
+}
+
+/**
+ * What this service hears on the bus, through one durable queue its replicas share: the
+ * merchant's provisioning and standing (oauth), ingested records to route (its own events),
+ * sandbox resets and each service's report on them, and destinations the delivery engine
+ * switched off. Each handler commits its effect with an inbox row, so redeliveries are harmless.
+ */
+export async function consumeMerchantsEvents(bus: Bus, db: Db, queue: string, handlers: MerchantsEventHandlers): Promise<Consumer> {
+  const byTopic = new Map<string, (event: MerxEvent) => Promise<unknown>>([
+    ['merchants.created', (event) => handleEventOnce(db, MERCHANTS_SCHEMA, ACCOUNTS_CONSUMER, event, (tx) => applyMerchantEvent(tx, event.topic, event.data.object as MerchantResource))],
+    ['merchants.updated', (event) => handleEventOnce(db, MERCHANTS_SCHEMA, ACCOUNTS_CONSUMER, event, (tx) => applyMerchantEvent(tx, event.topic, event.data.object as MerchantResource))],
+    ...recordEventNames.map((topic): [string, (event: MerxEvent) => Promise<void>] => [topic, handlers.routeRecordEvent]),
+    ['sandbox.reset', handlers.resetMerchantData],
+    ['internal.sandbox_service_reset', handlers.recordServiceReport],
+    ['internal.destination_disabled', handlers.applyEngineDisable],
+  ]);
+  return bus.consume({ queue, bindings: [...byTopic.keys()], prefetch: 64 }, async (event) => {
+    await byTopic.get(event.topic)?.(event);
+  });
+}

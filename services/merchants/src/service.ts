@@ -1,0 +1,98 @@
+import { mountRouter, startService, type Bus, type Consumer, type Db, type HostResolver, type Logger, type ReadinessCheck, type RunningService, type TokenVerifier } from '@merx/kit';
+import { presentResource } from './domain/resource.js';
+import { RuleRunner } from './domain/rules/index.js';
+import { consumeMerchantsEvents } from './events/consumer.js';
+import { configurationRoutes } from './routes/configuration.js';
+import { merchantRoutes } from './routes/merchant.js';
+import { recordRoutes } from './routes/records.js';
+import { sandboxRoutes } from './routes/sandbox.js';
+import type { MerchantsSettings } from './settings.js';
+import { MERCHANTS_SCHEMA, merchantsMigrations } from './store/migrations.js';
+import { configResourceUseCases } from './usecases/config-resources.js';
+import { engineDisabledDestinations } from './usecases/destination-endpoints.js';
+import { merchantProfileUseCases } from './usecases/merchant-profile.js';
+import { recordUseCases } from './usecases/records.js';
+import { connectionKind, destinationKind, ruleKind, sourceKind } from './usecases/resource-kinds.js';
+import { recordRouting } from './usecases/routing.js';
+import { sandboxUseCases } from './usecases/sandbox.js';
+
+export interface MerchantsDeps {
+  db: Db;
+  bus: Bus;
+  logger: Logger;
+  verifier: TokenVerifier;
+  readiness?: ReadinessCheck[];
+  port: number;
+  host?: string;
+  settings: MerchantsSettings;
+  /** DNS for the destination address checks (tests inject one); the system resolver otherwise. */
+  resolver?: HostResolver;
+}
+
+export interface RunningMerchants extends RunningService {
+  consumer: Consumer;
+}
+
+/**
+ * Merchant configuration: the merchant's profile, sources, destinations, rules and connections,
+ * record ingestion, routing of records to destinations (through the delivery engine of the
+ * webhooks service) and sandbox resets. Same code in both run modes.
+ */
+export async function startMerchants(deps: MerchantsDeps): Promise<RunningMerchants> {
+  const { db, logger, settings } = deps;
+  // Two workers: while one is replaced after a rule ran out of time, the other keeps routing.
+  const runner = new RuleRunner({ timeoutMs: settings.ruleTimeoutMs, poolSize: 2 });
+  let handlers: Parameters<typeof consumeMerchantsEvents>[3] | undefined;
+  const service = await startService({
+    name: 'merchants',
+    schema: MERCHANTS_SCHEMA,
+    migrations: merchantsMigrations,
+    db,
+    bus: deps.bus,
+    logger,
+    port: deps.port,
+    ...(deps.host ? { host: deps.host } : {}),
+    ...(deps.readiness ? { readiness: deps.readiness } : {}),
+    routes: (koa, outbox) => {
+      const policy = { allowPrivateAddresses: settings.allowPrivateAddresses, allowedPrivateHosts: settings.allowedPrivateHosts, ...(deps.resolver ? { lookup: deps.resolver } : {}) };
+      const resources = {
+        sources: configResourceUseCases(sourceKind, { db, outbox }),
+        destinations: configResourceUseCases(destinationKind(policy), { db, outbox }),
+        rules: configResourceUseCases(ruleKind, { db, outbox }),
+        connections: configResourceUseCases(connectionKind, { db, outbox }),
+      };
+      const sandbox = sandboxUseCases({ db, outbox, resources });
+      mountRouter(koa, merchantRoutes(merchantProfileUseCases({ db, outbox }), deps.verifier));
+      mountRouter(koa, recordRoutes(recordUseCases({ db, outbox }), deps.verifier, db));
+      mountRouter(koa, configurationRoutes({ path: 'sources', topic: 'sources' }, resources.sources, deps.verifier, db));
+      mountRouter(
+        koa,
+        configurationRoutes(
+          { path: 'destinations', topic: 'destinations', presentCreated: (destination) => ({ ...presentResource('destination', destination, ['secret']), secret: destination.fields.secret }) },
+          resources.destinations,
+          deps.verifier,
+          db,
+        ),
+      );
+      mountRouter(koa, configurationRoutes({ path: 'rules', topic: 'rules' }, resources.rules, deps.verifier, db));
+      mountRouter(koa, configurationRoutes({ path: 'connections', topic: 'connections' }, resources.connections, deps.verifier, db));
+      mountRouter(koa, sandboxRoutes(sandbox, deps.verifier, db));
+      handlers = {
+        routeRecordEvent: recordRouting({ db, outbox, runner, logger: logger.child({ component: 'routing' }) }),
+        resetMerchantData: sandbox.resetMerchantData,
+        recordServiceReport: sandbox.recordServiceReport,
+        applyEngineDisable: engineDisabledDestinations({ outbox }),
+      };
+    },
+  });
+  const consumer = await consumeMerchantsEvents(deps.bus, db, settings.queue, handlers!);
+  return {
+    ...service,
+    consumer,
+    async stop() {
+      await consumer.close();
+      await service.stop();
+      await runner.close();
+    },
+  };
+}

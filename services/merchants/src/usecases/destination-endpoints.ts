@@ -1,0 +1,41 @@
+import { buildEvent, recordInInbox, trustedMerchantId, type MerxEvent, type Outbox } from '@merx/kit';
+import type { Destination, DestinationFields } from '../domain/destination.js';
+import { presentResource, previousFields } from '../domain/resource.js';
+import { MERCHANTS_SCHEMA } from '../store/migrations.js';
+import { findResourceForMerchant, updateResourceForMerchant } from '../store/resource-table.js';
+import { DESTINATIONS } from '../store/tables.js';
+
+export const DESTINATION_HEALTH_CONSUMER = 'merchants.destination_health';
+
+/** What the delivery engine keeps of a destination (internal.destination_synced): never a public event. */
+export function destinationEndpointOf(destination: Destination) {
+  return {
+    id: destination.id,
+    object: 'destination_endpoint' as const,
+    kind: destination.fields.kind,
+    url: destination.fields.url,
+    status: destination.fields.status,
+    secret: destination.fields.secret,
+    version: destination.version,
+  };
+}
+
+/**
+ * The delivery engine switched a destination off (410 Gone, or failing through a whole retry
+ * window): the destination says so, like any change, with destinations.updated. Once per message.
+ */
+export function engineDisabledDestinations({ outbox, now = () => new Date() }: { outbox: Outbox; now?: () => Date }) {
+  return async function applyEngineDisable(event: MerxEvent): Promise<void> {
+    const merchantId = trustedMerchantId(event.merchant_id);
+    const { id, reason } = event.data.object as { id: string; reason: 'endpoint_gone' | 'endpoint_failing' };
+    await outbox.transaction(async (tx, emit) => {
+      if (!(await recordInInbox(tx, MERCHANTS_SCHEMA, DESTINATION_HEALTH_CONSUMER, event))) return;
+      const current = await findResourceForMerchant<DestinationFields>(tx, DESTINATIONS, merchantId, id, 'update');
+      if (!current || current.fields.status === 'disabled') return;
+      const changes = { status: 'disabled' as const, disabled_reason: reason };
+      const updated = await updateResourceForMerchant(tx, DESTINATIONS, merchantId, id, changes, now());
+      emit(buildEvent('destinations.updated', merchantId, { object: presentResource('destination', updated, ['secret']), previous: previousFields(current.fields, changes) }));
+      emit(buildEvent('internal.destination_synced', merchantId, { object: destinationEndpointOf(updated) }));
+    });
+  };
+}
