@@ -1,3 +1,4 @@
+import { isInternalEvent } from '@merx/contracts';
 import { batchPerKey, mountRouter, startService, type Bus, type Consumer, type Db, type Logger, type MerxEvent, type RunningService, type TokenVerifier } from '@merx/kit';
 import { auditRoutes } from './routes/audit.js';
 import { purgeEntriesOlderThan } from './store/entries-store.js';
@@ -47,6 +48,8 @@ export async function startAudit(deps: AuditDeps): Promise<RunningAudit> {
   const consumer = await deps.bus.consume(
     { queue: deps.queue ?? 'audit.events', bindings: ['#'], prefetch: deps.prefetch ?? 256, singleActiveConsumer: true },
     async (event) => {
+      // Messages between services are plumbing; the public event of the same change is what is audited.
+      if (isInternalEvent(event.topic)) return;
       await appendInOrder(event.merchant_id, event);
     },
   );

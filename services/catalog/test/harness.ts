@@ -17,6 +17,7 @@ import {
   type MerxEvent,
 } from '@merx/kit';
 import { CATALOG_SCHEMA, startCatalog, type RunningCatalog } from '../src/index.js';
+import { HandledDeliveries } from '@merx/kit/testing';
 
 export const ISSUER = 'http://localhost:8080/oauth';
 export const ALL_SCOPES = 'products:read products:write';
@@ -157,6 +158,11 @@ export interface Harness {
   /** A client for an existing merchant with another token. */
   as(merchantId: string, token: string): ApiClient;
   flush(): Promise<void>;
+  /**
+   * Publishes `event` on the bus, `copies` times at once (a redelivery racing the first), and
+   * waits until the catalog has handled every copy.
+   */
+  deliver(event: MerxEvent, copies?: number): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -211,9 +217,10 @@ export async function startHarness(options: { embedded?: boolean } = {}): Promis
   const events = new EventLog();
   await bus.consume({ queue: 'test-observer', bindings: ['#'] }, async (event) => events.receive(event));
   const logger = createLogger('catalog', 'silent');
+  const handled = new HandledDeliveries();
   let catalog: RunningCatalog;
   try {
-    catalog = await startCatalog({ db: storage.db, bus, logger, verifier, port: 0, host: '127.0.0.1' });
+    catalog = await startCatalog({ db: storage.db, bus: handled.watch(bus), logger, verifier, port: 0, host: '127.0.0.1' });
   } catch (error) {
     await storage.close();
     throw error;
@@ -241,6 +248,11 @@ export async function startHarness(options: { embedded?: boolean } = {}): Promis
       await outbox.record(storage.db, [{ id, topic: FLUSH_TOPIC, merchant_id: newId('mch'), created_at: new Date().toISOString(), api_version: 'v1', data: { object: {} } }]);
       catalog.relay.wake();
       await arrived;
+    },
+    async deliver(event, copies = 1) {
+      const done = handled.until(event.id, handled.count(event.id) + copies);
+      await bus.publish(Array.from({ length: copies }, () => event));
+      await done;
     },
     async stop() {
       await catalog.stop();

@@ -1,4 +1,5 @@
-import { API_AUDIENCE, configFields, connectDistributedInfrastructure, createLogger, distributedServiceConfig, exitOnConfigError, issuerOf, loadConfig, stopOnSignals } from '@merx/kit';
+import { API_AUDIENCE, configFields, connectDistributedInfrastructure, createLogger, distributedServiceConfig, exitOnConfigError, issuerOf, loadConfig, stopOnSignals, z } from '@merx/kit';
+import { DEFAULT_OAUTH_QUEUE } from './events/merchant-events.js';
 import { startOauth } from './service.js';
 import { revocationsFromStore } from './usecases/revocations.js';
 
@@ -6,6 +7,8 @@ const oauthConfig = distributedServiceConfig(3001).extend({
   MERX_OPERATOR_TOKEN: configFields.secret('the operator credential for /admin/v1'),
   MERX_COOKIE_SECRET: configFields.secret('signs OAuth interaction cookies'),
   MERX_ACCESS_TOKEN_TTL: configFields.positiveInt(900),
+  // Configurable because stacks that share one RabbitMQ (e2e runs) must not share a queue.
+  MERX_OAUTH_QUEUE: z.string().regex(/^[a-z0-9._-]{1,200}$/, 'must be a queue name of a-z 0-9 . _ -').default(DEFAULT_OAUTH_QUEUE),
 });
 
 let config;
@@ -31,6 +34,7 @@ const oauth = await startOauth({
   readiness: infrastructure.readiness,
   port: config.PORT,
   host: config.HOST,
+  queue: config.MERX_OAUTH_QUEUE,
 });
 logger.info({ url: oauth.url }, 'oauth listening');
 stopOnSignals(logger, async () => {

@@ -1,5 +1,6 @@
 import type { JWK } from 'oidc-provider';
-import { mountRouter, startService, type Bus, type Outbox, type Db, type Logger, type ReadinessCheck, type RunningService, type TokenVerifier } from '@merx/kit';
+import { mountRouter, startService, type Bus, type Consumer, type Outbox, type Db, type Logger, type ReadinessCheck, type RunningService, type TokenVerifier } from '@merx/kit';
+import { consumeMerchantEvents, DEFAULT_OAUTH_QUEUE } from './events/merchant-events.js';
 import { createProvider, deleteExpiredOidcPayloads, mountProvider } from './provider/index.js';
 import { interactionRoutes } from './interaction/routes.js';
 import { appAdminRoutes } from './routes/admin-apps.js';
@@ -33,9 +34,13 @@ export interface OauthDeps {
   readiness?: ReadinessCheck[];
   port: number;
   host?: string;
+  /** The durable queue oauth consumes merchants.updated through (`oauth.merchants`); replicas share it. */
+  queue?: string;
 }
 
-export type RunningOauth = RunningService;
+export interface RunningOauth extends RunningService {
+  consumer: Consumer;
+}
 
 /** The client id of an HTTP Basic header, for attributing a refused attempt. */
 function basicClientId(header: string): string | undefined {
@@ -123,9 +128,20 @@ export async function startOauth(deps: OauthDeps): Promise<RunningOauth> {
     ...(deps.readiness ? { readiness: deps.readiness } : {}),
     maintenance: [{ name: 'expired oidc payloads', run: () => deleteExpiredOidcPayloads(db, { schema: OAUTH_SCHEMA }) }],
   });
+  let consumer: Consumer;
+  try {
+    consumer = await consumeMerchantEvents({ bus: deps.bus, db, logger, queue: deps.queue ?? DEFAULT_OAUTH_QUEUE });
+  } catch (error) {
+    signingKeys?.stop();
+    await running.stop();
+    throw error;
+  }
   return {
     ...running,
+    consumer,
     async stop() {
+      // No delivery may start on a database the service is letting go of.
+      await consumer.close();
       signingKeys?.stop();
       await running.stop();
     },

@@ -130,3 +130,9 @@ export async function updateProductForMerchant(tx: Queryable, merchantId: Mercha
 export async function deleteProductForMerchant(tx: Queryable, merchantId: MerchantId, id: string): Promise<void> {
   await tx.query(`DELETE FROM ${TABLE} WHERE merchant_id = $1 AND id = $2`, [merchantId, id]);
 }
+
+/** Every product of the merchant (a sandbox reset); returns how many there were. */
+export async function deleteAllProductsForMerchant(tx: Queryable, merchantId: MerchantId): Promise<number> {
+  const { rowCount } = await tx.query(`DELETE FROM ${TABLE} WHERE merchant_id = $1`, [merchantId]);
+  return rowCount;
+}

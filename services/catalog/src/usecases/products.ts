@@ -1,6 +1,6 @@
-import { buildEvent, newId, NotFound, parsePageRequest, PreconditionFailed, toListPage, ValidationFailed, type Db, type MerchantId, type Outbox } from '@merx/kit';
+import { buildEvent, newId, NotFound, parsePageRequest, PreconditionFailed, toListPage, ValidationFailed, type Db, type MerchantId, type MerxEvent, type Outbox } from '@merx/kit';
 import { isCurrency } from '@merx/kit';
-import { assertTransition, effectiveChanges, PRODUCT_STATUSES, validateNewProduct, validateProductChanges, type Product, type ProductStatus } from '../domain/product.js';
+import { assertTransition, effectiveChanges, PRODUCT_STATUSES, validateNewProduct, validateProductChanges, type NewProduct, type Product, type ProductStatus } from '../domain/product.js';
 import { presentPrevious, presentProduct, productEtag } from '../domain/present.js';
 import {
   deleteProductForMerchant,
@@ -44,15 +44,22 @@ function parseFilters(query: Record<string, unknown>): ProductFilters {
   return filters;
 }
 
+/**
+ * Everything a new product holds is decided here, before it is written, and so is the
+ * products.created announcing it: every way of creating a product (the API, the sandbox seed)
+ * announces it the same way.
+ */
+export function newProductWithEvent(merchantId: MerchantId, input: NewProduct, createdAt: Date): { product: Product; event: MerxEvent } {
+  const product: Product = { id: newId('prod'), merchantId, ...input, version: 1, createdAt, updatedAt: createdAt };
+  return { product, event: buildEvent('products.created', merchantId, { object: presentProduct(product) }) };
+}
+
 export function productUseCases({ db, outbox, now = () => new Date() }: ProductUseCaseDeps) {
   return {
     async createProduct(merchantId: MerchantId, body: unknown): Promise<Product> {
       const input = validateNewProduct(body);
-      // Everything a new product holds is decided here, so its event is known before the insert
-      // and both are written by one statement.
-      const product: Product = { id: newId('prod'), merchantId, ...input, version: 1, createdAt: now(), updatedAt: now() };
-      product.updatedAt = product.createdAt;
-      const event = buildEvent('products.created', merchantId, { object: presentProduct(product) });
+      // The event is known before the insert, so both are written by one statement.
+      const { product, event } = newProductWithEvent(merchantId, input, now());
       return insertProductForMerchant(outbox.withEvents(db, [event]), merchantId, product.id, input, product.createdAt);
     },
 

@@ -1,4 +1,4 @@
-import { isCurrency, ValidationFailed, type FieldError } from '@merx/kit';
+import { isCurrency, isTimeZone, ValidationFailed, type FieldError } from '@merx/kit';
 import { validateOwner, type OwnerInput } from './user.js';
 
 export const MERCHANT_MODES = ['sandbox', 'live'] as const;
@@ -23,14 +23,6 @@ export type MerchantProvisioning = Pick<Merchant, 'name' | 'mode' | 'plan' | 'de
 
 const FIELDS = ['name', 'mode', 'plan', 'default_currency', 'timezone', 'owner'];
 
-export function isTimeZone(value: string): boolean {
-  try {
-    new Intl.DateTimeFormat('en-US', { timeZone: value });
-    return value.length <= 64;
-  } catch {
-    return false;
-  }
-}
 
 /** The operator's provisioning request; a sandbox merchant gets the sandbox plan unless told otherwise. */
 export function validateMerchantProvisioning(input: unknown): MerchantProvisioning {
@@ -70,4 +62,42 @@ export function presentMerchant(merchant: Merchant) {
     created_at: merchant.createdAt.toISOString(),
     updated_at: merchant.updatedAt.toISOString(),
   };
+}
+
+/** The merchant's own settings: the merchants service owns them, oauth keeps a copy to show. */
+export interface MerchantProfile {
+  name: string;
+  defaultCurrency: string;
+  timezone: string;
+}
+
+/** A profile as a merchants.updated carries it, with the version and time of that change. */
+export interface MerchantProfileChange {
+  profile: MerchantProfile;
+  version: number;
+  updatedAt: Date;
+}
+
+const PROFILE_FIELDS = ['name', 'default_currency', 'timezone'] as const;
+
+/**
+ * The profile change a `merchants.updated` describes, or undefined when it describes none: only
+ * an event whose `previous` names a profile field is one (the merchant's PATCH in the merchants
+ * service). oauth's own merchants.updated (status, plan) names none, so it never comes back to
+ * overwrite a newer copy with the profile it carried when it was emitted. A profile change that
+ * does not hold together is a publisher's bug: throwing parks it on the poison queue.
+ */
+export function profileChangeOf(data: { object: Record<string, unknown>; previous?: Record<string, unknown> }): MerchantProfileChange | undefined {
+  const previous = data.previous ?? {};
+  if (!PROFILE_FIELDS.some((field) => Object.hasOwn(previous, field))) return undefined;
+  const { name, default_currency: defaultCurrency, timezone, version, updated_at: updatedAt } = data.object;
+  const problems: string[] = [];
+  if (typeof name !== 'string' || name.trim().length === 0 || [...name].length > 255) problems.push('name');
+  if (!isCurrency(defaultCurrency)) problems.push('default_currency');
+  if (typeof timezone !== 'string' || !isTimeZone(timezone)) problems.push('timezone');
+  if (typeof version !== 'number' || !Number.isInteger(version) || version < 1) problems.push('version');
+  const changedAt = typeof updatedAt === 'string' ? new Date(updatedAt) : undefined;
+  if (!changedAt || Number.isNaN(changedAt.getTime())) problems.push('updated_at');
+  if (problems.length > 0) throw new Error(`merchants.updated carries an unusable profile (${problems.join(', ')})`);
+  return { profile: { name: name as string, defaultCurrency: defaultCurrency as string, timezone: timezone as string }, version: version as number, updatedAt: changedAt! };
 }

@@ -1,6 +1,6 @@
 import type { MerchantId, Queryable } from '@merx/kit';
 import type { ApiKeyRecord } from '../domain/api-key.js';
-import type { Merchant } from '../domain/merchant.js';
+import type { Merchant, MerchantProfileChange } from '../domain/merchant.js';
 import type { ApiKeyClient } from '../provider/index.js';
 import { OAUTH_SCHEMA } from './migrations.js';
 
@@ -94,6 +94,21 @@ export async function updateMerchantStanding(tx: Queryable, merchantId: Merchant
     [merchantId, changes.status ?? null, changes.plan ?? null, now],
   );
   return toMerchant(rows[0]!);
+}
+
+/**
+ * Copies the profile of a change made in the merchants service. Mode, plan and status stay: they
+ * are the operator's, changed here. The version and time only move forward, so the two services'
+ * numbering converges whatever order their changes cross in. Undefined when the merchant is unknown.
+ */
+export async function updateMerchantProfile(tx: Queryable, merchantId: MerchantId, change: MerchantProfileChange): Promise<Merchant | undefined> {
+  const { rows } = await tx.query<MerchantRow>(
+    `UPDATE ${OAUTH_SCHEMA}.merchants
+        SET name = $2, default_currency = $3, timezone = $4, version = GREATEST(version, $5), updated_at = GREATEST(updated_at, $6)
+      WHERE id = $1 RETURNING *`,
+    [merchantId, change.profile.name, change.profile.defaultCurrency, change.profile.timezone, change.version, change.updatedAt],
+  );
+  return rows[0] ? toMerchant(rows[0]) : undefined;
 }
 
 /** Merchants suspended since a time: every token they held before is dead (revocation bootstrap). */

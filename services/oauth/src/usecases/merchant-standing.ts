@@ -28,6 +28,9 @@ export async function changeMerchantStanding(outbox: Outbox, id: string, body: u
     if (!current) throw new NotFound('merchant', id);
     const effective = Object.fromEntries(Object.entries(changes).filter(([key, value]) => current[key as keyof typeof changes] !== value));
     if (Object.keys(effective).length === 0) return presentMerchant(current);
+    // version + 1 on oauth's copy. The merchants service numbers its profile changes the same way
+    // on its copy and each side takes GREATEST of the other's, so the versions converge; two
+    // changes made at the same time on either side may share a number.
     const updated = await updateMerchantStanding(tx, merchantId, effective, now);
     const before = presentMerchant(current);
     emit(buildEvent('merchants.updated', merchantId, { object: presentMerchant(updated), previous: Object.fromEntries(Object.keys(effective).map((key) => [key, before[key as 'status' | 'plan']])) }));

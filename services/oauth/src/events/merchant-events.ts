@@ -1,0 +1,26 @@
+import type { Bus, Consumer, Db, Logger } from '@merx/kit';
+import { mirrorMerchantProfile } from '../usecases/mirror-merchant-profile.js';
+
+/** oauth's durable queue unless configured otherwise (MERX_OAUTH_QUEUE); replicas share it. */
+export const DEFAULT_OAUTH_QUEUE = 'oauth.merchants';
+
+/** What oauth consumes: the merchant's profile changes. Its own merchants.updated come back too and are skipped. */
+export const OAUTH_BINDINGS = ['merchants.updated'];
+
+export interface MerchantEventsDeps {
+  bus: Bus;
+  db: Db;
+  logger: Logger;
+  queue: string;
+}
+
+export function consumeMerchantEvents({ bus, db, logger, queue }: MerchantEventsDeps): Promise<Consumer> {
+  // One delivery at a time, on one replica at a time: the copy takes whole fields from the latest
+  // change, so an older change must never land after a newer one. Profile changes are rare.
+  return bus.consume({ queue, bindings: OAUTH_BINDINGS, prefetch: 1, singleActiveConsumer: true }, async (event) => {
+    if (event.topic !== 'merchants.updated') return;
+    const outcome = await mirrorMerchantProfile(db, event);
+    if (outcome === 'unknown_merchant') logger.warn({ event_id: event.id }, 'merchants.updated for a merchant oauth does not know; nothing to mirror');
+    else if (outcome === 'mirrored') logger.debug({ event_id: event.id }, 'merchant profile mirrored');
+  });
+}
