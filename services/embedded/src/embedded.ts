@@ -18,6 +18,7 @@ import {
   type Logger,
 } from '@merx/kit';
 import { provisionMerchant, revocationsFromStore, startOauth, type RunningOauth } from '@merx/oauth';
+import { merchantsSettingsFromEnv, startMerchants, type MerchantsSettings, type RunningMerchants } from '@merx/merchants';
 import { startWebhooks, webhookSettingsFromEnv, type RunningWebhooks, type WebhookSettings } from '@merx/webhooks';
 
 export interface EmbeddedOptions {
@@ -35,6 +36,8 @@ export interface EmbeddedOptions {
    * receiver on the developer's own machine (http://localhost:…) works out of the box.
    */
   webhooks?: WebhookSettings;
+  /** Merchant configuration (destinations follow the delivery engine's address policy); from MERX_* when absent. */
+  merchants?: MerchantsSettings;
 }
 
 export interface DevCredentials {
@@ -59,6 +62,7 @@ export interface RunningEmbedded {
   catalog: RunningCatalog;
   audit: RunningAudit;
   webhooks: RunningWebhooks;
+  merchants: RunningMerchants;
   stop(): Promise<void>;
 }
 
@@ -140,11 +144,19 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<RunningEm
     port: 0,
     settings: options.webhooks ?? webhookSettingsFromEnv(process.env, { allowPrivate: true }),
   });
+  const merchants = await startMerchants({
+    db,
+    bus,
+    logger: logger.child({ service: 'merchants' }),
+    verifier: verifier(),
+    port: 0,
+    settings: options.merchants ?? merchantsSettingsFromEnv(process.env, { allowPrivate: true }),
+  });
   const gateway = await startGateway({
     logger: logger.child({ service: 'gateway' }),
     verifier: verifier(),
     publicUrl: baseUrl,
-    upstreams: { oauth: oauth.url, catalog: catalog.url, audit: audit.url, webhooks: webhooks.url },
+    upstreams: { oauth: oauth.url, catalog: catalog.url, audit: audit.url, webhooks: webhooks.url, merchants: merchants.url },
     port,
     host: '0.0.0.0',
     throttle: { settings: inMemory(options.throttle ?? throttleSettingsFromEnv({})), bus },
@@ -180,8 +192,10 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<RunningEm
     catalog,
     audit,
     webhooks,
+    merchants,
     async stop() {
       await gateway.stop();
+      await merchants.stop();
       await catalog.stop();
       // Before audit: the events it publishes while stopping are still recorded.
       await webhooks.stop();

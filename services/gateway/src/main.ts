@@ -27,6 +27,7 @@ const gatewayConfig = z.object({
   MERX_CATALOG_URL: configFields.httpUrl('http://catalog:3002'),
   MERX_AUDIT_URL: configFields.httpUrl('http://audit:3003'),
   MERX_WEBHOOKS_URL: configFields.httpUrl('http://webhooks:3004'),
+  MERX_MERCHANTS_URL: configFields.httpUrl('http://merchants:3005'),
   // Only for revocations (api_keys.revoked, apps.grant_revoked): a revoked token dies at the edge within a second.
   AMQP_URL: configFields.amqpUrl,
   // Shared limiter state for every replica (throttle classes); without it each replica counts alone, in memory.
@@ -57,7 +58,7 @@ const gateway = await startGateway({
   readiness: [revocationFeed.readiness],
   throttle: { settings: throttleSettings, bus },
   publicUrl: config.MERX_PUBLIC_URL,
-  upstreams: { oauth: config.MERX_OAUTH_URL, catalog: config.MERX_CATALOG_URL, audit: config.MERX_AUDIT_URL, webhooks: config.MERX_WEBHOOKS_URL },
+  upstreams: { oauth: config.MERX_OAUTH_URL, catalog: config.MERX_CATALOG_URL, audit: config.MERX_AUDIT_URL, webhooks: config.MERX_WEBHOOKS_URL, merchants: config.MERX_MERCHANTS_URL },
   port: config.PORT,
   host: config.HOST,
 });

@@ -11,6 +11,7 @@ export interface Upstreams {
   catalog: Upstream;
   audit: Upstream;
   webhooks: Upstream;
+  merchants: Upstream;
 }
 
 /** Longest-prefix routing table. A new service adds its prefixes here; an unlisted /api/v1 path is a 404 at the edge. */
@@ -20,6 +21,12 @@ export function routeTable(upstreams: Upstreams): Array<[prefix: string, target:
     ['/api/v1/audit', { upstream: upstreams.audit, requiresToken: true }],
     ['/api/v1/webhooks', { upstream: upstreams.webhooks, requiresToken: true }],
     ['/api/v1/events', { upstream: upstreams.webhooks, requiresToken: true }],
+    ['/api/v1/merchant', { upstream: upstreams.merchants, requiresToken: true }],
+    ['/api/v1/sources', { upstream: upstreams.merchants, requiresToken: true }],
+    ['/api/v1/destinations', { upstream: upstreams.merchants, requiresToken: true }],
+    ['/api/v1/rules', { upstream: upstreams.merchants, requiresToken: true }],
+    ['/api/v1/connections', { upstream: upstreams.merchants, requiresToken: true }],
+    ['/api/v1/sandbox', { upstream: upstreams.merchants, requiresToken: true }],
     ['/api/v1/api-keys', { upstream: upstreams.oauth, requiresToken: true }],
     ['/admin/v1/merchants', { upstream: upstreams.oauth, requiresToken: false }],
     ['/api/v1/apps', { upstream: upstreams.oauth, requiresToken: true }],

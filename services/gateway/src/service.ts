@@ -26,7 +26,7 @@ export interface GatewayDeps {
   /** Throttle classes; absent or `settings.enabled: false` serves without them. */
   throttle?: Omit<ThrottleDeps, 'logger'>;
   publicUrl: string;
-  upstreams: { oauth: string; catalog: string; audit: string; webhooks: string };
+  upstreams: { oauth: string; catalog: string; audit: string; webhooks: string; merchants: string };
   port: number;
   host?: string;
 }
@@ -52,6 +52,7 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
     catalog: createUpstream('catalog', deps.upstreams.catalog),
     audit: createUpstream('audit', deps.upstreams.audit),
     webhooks: createUpstream('webhooks', deps.upstreams.webhooks),
+    merchants: createUpstream('merchants', deps.upstreams.merchants),
   };
   const table = routeTable(upstreams);
   const document = servedDocument(deps.publicUrl);

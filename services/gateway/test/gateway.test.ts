@@ -27,7 +27,7 @@ describe('gateway (component, upstreams down)', () => {
       new SignJWT(claims).setProtectedHeader({ alg: 'ES256', kid: 'test', typ: 'at+jwt' }).setIssuer(ISSUER).setAudience('urn:merx:api').setIssuedAt().setExpirationTime('5m').sign(privateKey);
     const verifier = createTokenVerifier(createLocalJWKSet({ keys: [publicJwk] }), { issuer: ISSUER, audience: 'urn:merx:api' });
     const down = `http://127.0.0.1:${await closedPort()}`;
-    gateway = await startGateway({ logger: createLogger('gateway-test', 'silent'), verifier, publicUrl: 'http://localhost:8080', upstreams: { oauth: down, catalog: down, audit: down, webhooks: down }, port: 0 });
+    gateway = await startGateway({ logger: createLogger('gateway-test', 'silent'), verifier, publicUrl: 'http://localhost:8080', upstreams: { oauth: down, catalog: down, audit: down, webhooks: down, merchants: down }, port: 0 });
   });
   after(() => gateway.stop());
 
@@ -64,7 +64,7 @@ describe('gateway (component, upstreams down)', () => {
     assert.equal(ready.status, 503);
     const body = (await ready.json()) as { status: string; checks: Record<string, string>; details: Record<string, string> };
     assert.equal(body.status, 'not_ready');
-    for (const upstream of ['oauth', 'catalog', 'audit', 'webhooks']) assert.equal(body.checks[upstream], 'failed', upstream);
+    for (const upstream of ['oauth', 'catalog', 'audit', 'webhooks', 'merchants']) assert.equal(body.checks[upstream], 'failed', upstream);
     assert.ok(body.details.catalog);
     assert.equal((await fetch(`${gateway.url}/healthz`)).status, 200);
   });

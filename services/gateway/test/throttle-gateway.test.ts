@@ -79,7 +79,7 @@ describe('gateway throttle classes (component, real Redis)', function () {
   };
 
   const start = async (throttle: ThrottleSettings, bus?: MemoryBus) => {
-    const gateway = await startGateway({ logger, verifier, publicUrl: 'http://localhost:8080', upstreams: { oauth: upstream.url, catalog: upstream.url, audit: upstream.url, webhooks: upstream.url }, port: 0, throttle: { settings: throttle, ...(bus ? { bus } : {}) } });
+    const gateway = await startGateway({ logger, verifier, publicUrl: 'http://localhost:8080', upstreams: { oauth: upstream.url, catalog: upstream.url, audit: upstream.url, webhooks: upstream.url, merchants: upstream.url }, port: 0, throttle: { settings: throttle, ...(bus ? { bus } : {}) } });
     gateways.push(gateway);
     return gateway;
   };
