@@ -90,7 +90,47 @@ const fixtures: Record<string, Fixture> = {
   '/api/v1/webhooks/dead-letters/{id}': async (stack, owner) => ({ id: (await webhookResourcesOf(stack, owner)).deadLetter }),
   '/api/v1/webhooks/dead-letters/{id}/replay': async (stack, owner) => ({ id: (await webhookResourcesOf(stack, owner)).deadLetter }),
   '/api/v1/events/{id}': async (stack, owner) => ({ id: (await webhookResourcesOf(stack, owner)).event }),
+  '/api/v1/sources/{id}': async (stack, owner) => ({ id: (await configurationOf(stack, owner)).source }),
+  '/api/v1/sources/{id}/records': async (stack, owner) => ({ id: (await configurationOf(stack, owner)).source }),
+  '/api/v1/destinations/{id}': async (stack, owner) => ({ id: (await configurationOf(stack, owner)).destination }),
+  '/api/v1/rules/{id}': async (stack, owner) => ({ id: (await configurationOf(stack, owner)).rule }),
+  '/api/v1/connections/{id}': async (stack, owner) => ({ id: (await configurationOf(stack, owner)).connection }),
+  '/api/v1/sandbox/resets/{id}': async (stack, owner) => {
+    // A reset wipes the owner's data; fixtures made before it keep their ids, which is all the
+    // 401/403/404 checks need. It is awaited to the end so no fixture made after it is wiped.
+    const requested = await call(stack, 'POST', '/api/v1/sandbox/reset', { token: owner.token, body: {} });
+    assert.equal(requested.status, 202, requested.text);
+    await until(
+      async () => ((await call(stack, 'GET', `/api/v1/sandbox/resets/${requested.body.id}`, { token: owner.token })).body.status === 'completed' ? true : undefined),
+      20_000,
+      "the owner's sandbox reset",
+    );
+    return { id: requested.body.id };
+  },
 };
+
+const configurations = new Map<string, Promise<{ source: string; destination: string; rule: string; connection: string }>>();
+
+/** One source, destination, rule and connection of the owner, made once and shared by their path templates. */
+function configurationOf(stack: Stack, owner: TestMerchant) {
+  let made = configurations.get(owner.merchantId);
+  if (!made) {
+    made = (async () => {
+      const create = async (path: string, body: unknown) => {
+        const created = await call(stack, 'POST', path, { token: owner.token, body });
+        assert.equal(created.status, 201, created.text);
+        return created.body.id as string;
+      };
+      const source = await create('/api/v1/sources', { name: 'Owned by A', kind: 'storefront' });
+      const destination = await create('/api/v1/destinations', { name: 'Owned by A', url: 'http://127.0.0.1:9/a', status: 'paused' });
+      const rule = await create('/api/v1/rules', { name: 'Owned by A', action: 'forward' });
+      const connection = await create('/api/v1/connections', { source_id: source, destination_id: destination, rule_ids: [rule] });
+      return { source, destination, rule, connection };
+    })();
+    configurations.set(owner.merchantId, made);
+  }
+  return made;
+}
 
 /** Bodies for writes, valid enough that only tenancy or scope can refuse them. */
 const bodies: Record<string, unknown> = {
@@ -99,6 +139,11 @@ const bodies: Record<string, unknown> = {
   'api_keys.create': { name: 'B', scopes: ['products:read'] },
   'webhooks.subscriptions.create': { url: 'http://127.0.0.1:9/', topics: ['*'] },
   'webhooks.subscriptions.update': { description: 'Taken over' },
+  'sources.update': { name: 'Taken over' },
+  'destinations.update': { name: 'Taken over' },
+  'rules.update': { name: 'Taken over' },
+  'connections.update': { name: 'Taken over' },
+  'sources.records.create': { records: [{ type: 'order', external_id: 'B-1', occurred_at: '2026-11-22T10:00:00Z', data: {} }] },
 };
 
 const operations = createContractValidator().operations();

@@ -115,12 +115,29 @@ export async function createMerchant(stack: Stack, overrides: Record<string, unk
   });
   assert.equal(response.status, 201, response.text);
   const apiKey = response.body.api_key.secret as string;
+  const token = await issueToken(stack, apiKey);
+  await merchantKnownEverywhere(stack, token);
   return {
     merchantId: response.body.merchant.id,
     ownerEmail: response.body.owner.email,
     ownerPassword: response.body.owner.password ?? (overrides.owner as { password?: string } | undefined)?.password,
     apiKey,
     clientId: response.body.api_key.prefix,
-    token: await issueToken(stack, apiKey),
+    token,
   };
+}
+
+/**
+ * Provisioning is done when the merchants service, which learns of a merchant from
+ * merchants.created, answers for it: until then GET /api/v1/merchant is a 503.
+ */
+async function merchantKnownEverywhere(stack: Stack, token: string): Promise<void> {
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    const response = await fetch(`${stack.baseUrl}/api/v1/merchant`, { headers: { authorization: `Bearer ${token}` } });
+    await response.arrayBuffer();
+    if (response.status === 200) return;
+    if (Date.now() > deadline) throw new Error(`the merchants service did not learn of the new merchant within 15 s (last status ${response.status})`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
 }

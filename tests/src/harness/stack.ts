@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { AmqpBus, createLogger, type Logger } from '@merx/kit';
 import { startEmbedded } from '@merx/embedded';
 import { purgeThrottleState, throttleSettingsFromEnv } from '@merx/gateway';
+import { merchantsSettingsFromEnv } from '@merx/merchants';
 import { webhookSettingsFromEnv } from '@merx/webhooks';
 import { AMQP_URL, createTestDatabase, deleteQueues, REDIS_URL, freePort, startServiceProcess, type ServiceProcess } from './distributed.js';
 import { EventObserver } from './events.js';
@@ -19,7 +20,7 @@ export interface Stack {
   /** Distributed mode only: each service reaches RabbitMQ through its own proxy, so a test can cut its link. */
   brokerLinks: Record<string, TcpProxy>;
   /** A service's own origin, bypassing the gateway (both modes): proves each service checks tokens itself. */
-  directUrl(service: 'oauth' | 'catalog' | 'webhooks'): string;
+  directUrl(service: 'oauth' | 'catalog' | 'webhooks' | 'merchants'): string;
   restart(service: string): Promise<void>;
   /** Distributed mode only: SIGKILL, no shutdown of any kind, as a crash would. */
   kill(service: string): Promise<void>;
@@ -77,6 +78,7 @@ async function startEmbeddedStack(): Promise<Stack> {
     logger: quietLogger(),
     throttle: throttleSettingsFromEnv(E2E_THROTTLE_ENV),
     webhooks: webhookSettingsFromEnv(E2E_WEBHOOK_ENV),
+    merchants: merchantsSettingsFromEnv(E2E_WEBHOOK_ENV),
   });
   const events = await EventObserver.attach(merx.bus, `e2e-observer-${randomBytes(4).toString('hex')}`);
   return {
@@ -109,10 +111,13 @@ async function startEmbeddedStack(): Promise<Stack> {
 /** Every service its own process against PostgreSQL and RabbitMQ, as in production. */
 async function startDistributedStack(): Promise<Stack> {
   const database = await createTestDatabase('merx_e2e');
-  const [gatewayPort, oauthPort, catalogPort, auditPort, webhooksPort] = [await freePort(), await freePort(), await freePort(), await freePort(), await freePort()];
+  const [gatewayPort, oauthPort, catalogPort, auditPort, webhooksPort, merchantsPort] = [await freePort(), await freePort(), await freePort(), await freePort(), await freePort(), await freePort()];
   // Durable queues are per stack: several stacks (CI, other runs) share one RabbitMQ.
   const auditQueue = `audit.events.${database.name}`;
   const webhooksQueue = `webhooks.events.${database.name}`;
+  const merchantsQueue = `merchants.events.${database.name}`;
+  const catalogQueue = `catalog.events.${database.name}`;
+  const oauthQueue = `oauth.merchants.${database.name}`;
   const throttleQueue = `gateway.throttle_overrides.${database.name}`;
   const throttlePrefix = `merx:e2e:${database.name}:`;
   const baseUrl = `http://localhost:${gatewayPort}`;
@@ -122,6 +127,7 @@ async function startDistributedStack(): Promise<Stack> {
     oauth: await TcpProxy.start(amqp.hostname, Number(amqp.port || 5672)),
     catalog: await TcpProxy.start(amqp.hostname, Number(amqp.port || 5672)),
     webhooks: await TcpProxy.start(amqp.hostname, Number(amqp.port || 5672)),
+    merchants: await TcpProxy.start(amqp.hostname, Number(amqp.port || 5672)),
   };
   const viaProxy = (service: string) => {
     const url = new URL(AMQP_URL);
@@ -137,8 +143,9 @@ async function startDistributedStack(): Promise<Stack> {
     MERX_OAUTH_URL: `http://127.0.0.1:${oauthPort}`,
   };
   const env: Record<string, Record<string, string>> = {
-    oauth: { ...common, AMQP_URL: viaProxy('oauth'), MERX_OPERATOR_TOKEN: operatorToken, MERX_COOKIE_SECRET: randomBytes(32).toString('base64url') },
-    catalog: { ...common, AMQP_URL: viaProxy('catalog') },
+    oauth: { ...common, AMQP_URL: viaProxy('oauth'), MERX_OPERATOR_TOKEN: operatorToken, MERX_COOKIE_SECRET: randomBytes(32).toString('base64url'), MERX_OAUTH_QUEUE: oauthQueue },
+    catalog: { ...common, AMQP_URL: viaProxy('catalog'), MERX_CATALOG_QUEUE: catalogQueue },
+    merchants: { ...common, AMQP_URL: viaProxy('merchants'), MERX_MERCHANTS_QUEUE: merchantsQueue, ...E2E_WEBHOOK_ENV },
     audit: { ...common, AMQP_URL, MERX_OAUTH_URL: `http://127.0.0.1:${oauthPort}`, MERX_AUDIT_QUEUE: auditQueue },
     webhooks: { ...common, AMQP_URL: viaProxy('webhooks'), MERX_WEBHOOKS_QUEUE: webhooksQueue, ...E2E_WEBHOOK_ENV },
     gateway: {
@@ -149,13 +156,14 @@ async function startDistributedStack(): Promise<Stack> {
       MERX_CATALOG_URL: `http://127.0.0.1:${catalogPort}`,
       MERX_AUDIT_URL: `http://127.0.0.1:${auditPort}`,
       MERX_WEBHOOKS_URL: `http://127.0.0.1:${webhooksPort}`,
+      MERX_MERCHANTS_URL: `http://127.0.0.1:${merchantsPort}`,
       ...E2E_THROTTLE_ENV,
       REDIS_URL,
       MERX_THROTTLE_KEY_PREFIX: throttlePrefix,
       MERX_THROTTLE_QUEUE: throttleQueue,
     },
   };
-  const ports: Record<string, number> = { oauth: oauthPort, catalog: catalogPort, audit: auditPort, webhooks: webhooksPort, gateway: gatewayPort };
+  const ports: Record<string, number> = { oauth: oauthPort, catalog: catalogPort, audit: auditPort, webhooks: webhooksPort, merchants: merchantsPort, gateway: gatewayPort };
   const processes: Record<string, ServiceProcess> = {};
   const extras: ServiceProcess[] = [];
   const bus = await AmqpBus.connect({ url: AMQP_URL, service: 'e2e-observer', logger: quietLogger() });
@@ -166,12 +174,13 @@ async function startDistributedStack(): Promise<Stack> {
     await Promise.all(Object.values(brokerLinks).map((link) => link.close()));
     await events.close();
     await bus.close();
-    await deleteQueues([auditQueue, `${auditQueue}.poison`, webhooksQueue, `${webhooksQueue}.poison`, throttleQueue, `${throttleQueue}.poison`]);
+    const queues = [auditQueue, webhooksQueue, merchantsQueue, catalogQueue, oauthQueue, throttleQueue];
+    await deleteQueues(queues.flatMap((queue) => [queue, `${queue}.poison`]));
     await purgeThrottleState(REDIS_URL, throttlePrefix);
     await database.drop();
   };
   try {
-    for (const name of ['oauth', 'catalog', 'audit', 'webhooks', 'gateway']) processes[name] = await startServiceProcess(name, env[name]!, ports[name]!);
+    for (const name of ['oauth', 'catalog', 'audit', 'webhooks', 'merchants', 'gateway']) processes[name] = await startServiceProcess(name, env[name]!, ports[name]!);
   } catch (error) {
     await tearDown();
     throw error;
