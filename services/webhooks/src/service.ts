@@ -1,7 +1,7 @@
 import { createContractValidator } from '@merx/contracts';
 import { batchPerKey, mountRouter, startService, type Bus, type Consumer, type Db, type Logger, type MerxEvent, type ReadinessCheck, type RunningService, type TokenVerifier } from '@merx/kit';
 import { WebhookSender } from './delivery/sender.js';
-import type { HostResolver } from './delivery/addresses.js';
+import type { HostResolver } from '@merx/kit';
 import { DeliveryWorker } from './engine/worker.js';
 import { eventRoutes, webhookRoutes } from './routes/webhooks.js';
 import type { WebhookSettings } from './settings.js';
@@ -40,6 +40,8 @@ export interface RunningWebhooks extends RunningService {
 /**
  * Subscriptions, the events API, fan-out from the bus and the delivery workers. Every replica
  * runs all of them: fan-out shares the durable queue, workers share the PostgreSQL work queue.
+ * The same engine delivers the records the merchants service routes to its destinations, and
+ * takes part in sandbox resets, from the same queue.
  */
 export async function startWebhooks(deps: WebhooksDeps): Promise<RunningWebhooks> {
   const { db, logger, settings } = deps;
@@ -91,7 +93,7 @@ export async function startWebhooks(deps: WebhooksDeps): Promise<RunningWebhooks
     ...(deps.pollIntervalMs ? { pollIntervalMs: deps.pollIntervalMs } : {}),
   });
   await worker.start();
-  const fanOutEvents = fanOut({ db, logger, validator: createContractValidator(), now });
+  const fanOutEvents = fanOut({ outbox: service.outbox, logger, validator: createContractValidator(), secretOverlapMs: settings.secretOverlapMs, now });
   // Events arriving while a batch commits go together in the next one: one transaction for many.
   const fanOutInBatches = batchPerKey<MerxEvent>(async (_key, events) => {
     const due = await fanOutEvents(events);

@@ -1,16 +1,7 @@
 import assert from 'node:assert/strict';
-import { createHmac } from 'node:crypto';
-import { canonicalJson } from '@merx/kit';
 import { Webhook } from 'standardwebhooks';
-import { productObject, startHarness, testSettings, type Harness, type WebhooksClient } from './harness.js';
+import { bodyHmacIsValid, productObject, startHarness, testSettings, type Harness, type WebhooksClient } from './harness.js';
 import { WebhookReceiver } from './receiver.js';
-
-/** The body check a receiver does without any Merx code: hex HMAC-SHA256 of the JCS of the other fields. */
-function bodyHmacIsValid(body: string, secret: string): boolean {
-  const { hmac_sha256: claimed, ...fields } = JSON.parse(body) as Record<string, unknown>;
-  const key = Buffer.from(secret.slice('whsec_'.length), 'base64');
-  return createHmac('sha256', key).update(canonicalJson(fields)).digest('hex') === claimed;
-}
 
 describe('webhook delivery (PostgreSQL)', function () {
   this.timeout(30_000);

@@ -1,13 +1,21 @@
 import assert from 'node:assert/strict';
+import { createHmac } from 'node:crypto';
 import { createContractValidator } from '@merx/contracts';
-import { buildEvent, createLogger, createPgliteDb, MemoryBus, newId, openPglite, type Db, type MerxEvent } from '@merx/kit';
+import { buildEvent, canonicalJson, createLogger, createPgliteDb, MemoryBus, newId, openPglite, type Db, type MerxEvent } from '@merx/kit';
 import { createScratchDatabase, createTestTokenIssuer, type TestTokenIssuer } from '@merx/kit/testing';
 import { startWebhooks, type RunningWebhooks, type WebhookSettings } from '../src/index.js';
 import { webhookSettingsFromEnv } from '../src/settings.js';
-import type { HostResolver } from '../src/delivery/addresses.js';
+import type { HostResolver } from '@merx/kit';
 
 export const contract = createContractValidator();
 export const ALL_SCOPES = 'webhooks:read webhooks:write';
+
+/** The body check a receiver does without any Merx code: hex HMAC-SHA256 of the JCS of the other fields. */
+export function bodyHmacIsValid(body: string, secret: string): boolean {
+  const { hmac_sha256: claimed, ...fields } = JSON.parse(body) as Record<string, unknown>;
+  const key = Buffer.from(secret.slice('whsec_'.length), 'base64');
+  return createHmac('sha256', key).update(canonicalJson(fields)).digest('hex') === claimed;
+}
 
 export interface ApiResponse {
   status: number;

@@ -162,8 +162,8 @@ describe('a worker that stops mid-delivery', function () {
       const deliveryId = newId('del');
       await harness.db.query(`INSERT INTO webhooks.workers (id, heartbeat_at) VALUES ('wkr_gone', $1)`, [new Date(Date.now() - 60_000)]);
       await harness.db.query(
-        `INSERT INTO webhooks.deliveries (merchant_id, id, event_id, topic, subscription_id, status, claimed_by, claimed_at, next_attempt_at, created_at, updated_at)
-         VALUES ($1, $2, $3, 'products.created', $4, 'pending', 'wkr_gone', $5, $5, $5, $5)`,
+        `INSERT INTO webhooks.deliveries (merchant_id, id, event_id, topic, endpoint_kind, endpoint_id, status, claimed_by, claimed_at, next_attempt_at, created_at, updated_at)
+         VALUES ($1, $2, $3, 'products.created', 'subscription', $4, 'pending', 'wkr_gone', $5, $5, $5, $5)`,
         [api.merchantId, deliveryId, event.id, subscription.id, claimedAt],
       );
       const delivery = await api.deliveryWhen(deliveryId, (d) => d.status === 'succeeded');

@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setImmediate } from 'node:timers/promises';
-import type { TargetPolicy } from './addresses.js';
+import type { TargetPolicy } from '@merx/kit';
 import { classifyFailure, parseRetryAfter, WebhookSender, type WebhookSenderOptions } from './sender.js';
 
 /** Reaching the loopback test servers needs their literal exempted, as an operator would. */

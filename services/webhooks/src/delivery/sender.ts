@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { Agent } from 'undici';
-import { guardedLookup, policyHostname, refuseLiteralHost, type HostResolver, type TargetPolicy } from './addresses.js';
+import { guardedLookup, policyHostname, refuseLiteralHost, type HostResolver, type TargetPolicy } from '@merx/kit';
 
 /**
  * The HTTP transport of the delivery engine: one POST, one outcome. It never throws for anything

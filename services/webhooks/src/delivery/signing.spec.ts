@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { toWebhookPayload, type WebhookPayload } from '../domain/delivery.js';
-import { bodyHmac, generateWebhookSecret, secretKey, signatureHeaders, webhookBody } from './signing.js';
+import { bodyHmac, generateWebhookSecret, requestBody, secretKey, signatureHeaders, webhookBody } from './signing.js';
 
 const PAYLOAD: WebhookPayload = {
   id: 'evt_01jd3k7q8m2x4v6b9c0d1e2f3g',
@@ -27,6 +27,12 @@ describe('delivery signing', () => {
     assert.equal(secretKey(secret).length, 24);
     assert.notEqual(generateWebhookSecret(), secret);
     assert.throws(() => secretKey('not-a-secret'), TypeError);
+  });
+
+  it('sends the envelope to webhook endpoints and the record alone to http destinations', () => {
+    const secret = generateWebhookSecret();
+    assert.equal(requestBody('webhook', PAYLOAD, secret), webhookBody(PAYLOAD, secret));
+    assert.equal(requestBody('http', PAYLOAD, secret), JSON.stringify(PAYLOAD.data.object));
   });
 
   it('picks the six published fields in order and drops the rest', () => {

@@ -1,6 +1,7 @@
-import { createHmac, randomBytes } from 'node:crypto';
-import { canonicalJson } from '@merx/kit';
+import { createHmac } from 'node:crypto';
+import { canonicalJson, SIGNING_SECRET_PREFIX } from '@merx/kit';
 import { toWebhookPayload, type WebhookPayload } from '../domain/delivery.js';
+import type { DeliveryFormat } from '../domain/endpoint.js';
 
 /**
  * Webhook signing. Two signatures protect each request:
@@ -11,12 +12,10 @@ import { toWebhookPayload, type WebhookPayload } from '../domain/delivery.js';
  * Both use the same key: the bytes of the secret after `whsec_`.
  */
 
-const SECRET_PREFIX = 'whsec_';
+const SECRET_PREFIX = SIGNING_SECRET_PREFIX;
 
-/** A new subscription secret: `whsec_` + base64 of 24 random bytes (192 bits), as Svix issues them. */
-export function generateWebhookSecret(): string {
-  return SECRET_PREFIX + randomBytes(24).toString('base64');
-}
+/** A new secret for a subscription or a destination: one generator for the whole platform. */
+export { generateSigningSecret as generateWebhookSecret } from '@merx/kit';
 
 /** The HMAC key of a secret, exactly the one Standard Webhooks derives from it. */
 export function secretKey(secret: string): Buffer {
@@ -34,6 +33,15 @@ export function bodyHmac(payload: WebhookPayload, secret: string): string {
 /** The request body: the payload's fields in order, then `hmac_sha256`. */
 export function webhookBody(payload: WebhookPayload, secret: string): string {
   return JSON.stringify({ ...toWebhookPayload(payload), hmac_sha256: bodyHmac(payload, secret) });
+}
+
+/**
+ * The request body for an endpoint's format: the signed envelope, or for an `http` destination
+ * (an ERP's import API, say) the routed record alone. Either way the signature headers are
+ * computed over exactly these bytes.
+ */
+export function requestBody(format: DeliveryFormat, payload: WebhookPayload, secret: string): string {
+  return format === 'http' ? JSON.stringify(payload.data.object) : webhookBody(payload, secret);
 }
 
 export interface SignatureHeaders {

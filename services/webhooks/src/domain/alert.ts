@@ -7,6 +7,7 @@ export interface AlertFacts {
   severity: 'warning' | 'critical';
   message: string;
   subscriptionId?: string | null;
+  destinationId?: string | null;
   deliveryId?: string | null;
   eventId?: string | null;
 }
@@ -20,9 +21,11 @@ export function systemAlert(facts: AlertFacts, now: Date) {
     severity: facts.severity,
     message: facts.message,
     subscription_id: facts.subscriptionId ?? null,
-    destination_id: null,
+    destination_id: facts.destinationId ?? null,
     delivery_id: facts.deliveryId ?? null,
     event_id: facts.eventId ?? null,
+    source_id: null,
+    record: null,
     created_at: now.toISOString(),
   };
 }

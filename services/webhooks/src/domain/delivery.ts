@@ -1,3 +1,5 @@
+import type { EndpointKind } from './endpoint.js';
+
 export const DELIVERY_STATUSES = ['pending', 'succeeded', 'failing', 'dead'] as const;
 export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 
@@ -29,7 +31,10 @@ export interface Delivery {
   merchantId: string;
   eventId: string;
   topic: string;
-  subscriptionId: string;
+  endpointKind: EndpointKind;
+  endpointId: string;
+  /** A routed record's payload, exactly as received; null when the payload is the stored event's. */
+  payloadText: string | null;
   status: DeliveryStatus;
   attemptCount: number;
   nextAttemptAt: Date | null;
@@ -46,7 +51,7 @@ export interface Delivery {
 export interface Attempt {
   deliveryId: string;
   merchantId: string;
-  subscriptionId: string;
+  endpointId: string;
   number: number;
   startedAt: Date;
   statusCode: number | null;

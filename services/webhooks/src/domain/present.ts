@@ -1,5 +1,6 @@
 import type { Subscription, SubscriptionChanges } from './subscription.js';
-import type { Attempt, Delivery, StoredEvent } from './delivery.js';
+import type { Attempt, Delivery, StoredEvent, WebhookPayload } from './delivery.js';
+import { endpointIds } from './endpoint.js';
 
 const iso = (date: Date | null) => (date ? date.toISOString() : null);
 
@@ -53,8 +54,7 @@ export function presentDelivery(delivery: Delivery) {
     object: 'webhook_delivery' as const,
     event_id: delivery.eventId,
     topic: delivery.topic,
-    subscription_id: delivery.subscriptionId,
-    destination_id: null,
+    ...endpointIds(delivery.endpointKind, delivery.endpointId),
     status: delivery.status,
     attempt_count: delivery.attemptCount,
     next_attempt_at: iso(delivery.nextAttemptAt),
@@ -84,15 +84,15 @@ export function presentDeliveryWithAttempts(delivery: Delivery, attempts: Attemp
   return { ...presentDelivery(delivery), attempts: attempts.map(presentAttempt) };
 }
 
-export function presentDeadLetter(delivery: Delivery, event: StoredEvent) {
+/** `payload` is what the delivery sends: the stored event, or a routed record's own payload. */
+export function presentDeadLetter(delivery: Delivery, payload: WebhookPayload) {
   return {
     id: delivery.id,
     object: 'webhook_dead_letter' as const,
     event_id: delivery.eventId,
     topic: delivery.topic,
-    subscription_id: delivery.subscriptionId,
-    destination_id: null,
-    payload: event.payload,
+    ...endpointIds(delivery.endpointKind, delivery.endpointId),
+    payload,
     last_status_code: delivery.lastStatusCode,
     last_error: delivery.lastError,
     attempt_count: delivery.attemptCount,

@@ -1,9 +1,10 @@
 import { eventCatalogue } from '@merx/contracts';
 import { ValidationFailed, type FieldError } from '@merx/kit';
+import type { DisabledReason, EndpointStatus } from './endpoint.js';
 
-export const SUBSCRIPTION_STATUSES = ['enabled', 'disabled'] as const;
+export const SUBSCRIPTION_STATUSES = ['enabled', 'disabled'] as const satisfies readonly EndpointStatus[];
 export type SubscriptionStatus = (typeof SUBSCRIPTION_STATUSES)[number];
-export type DisabledReason = 'by_merchant' | 'endpoint_gone' | 'endpoint_failing';
+export type { DisabledReason };
 
 export interface Subscription {
   id: string;
@@ -133,8 +134,8 @@ export function effectiveSubscriptionChanges(current: Subscription, changes: Sub
 }
 
 /** The secrets that sign now: the current one, and the previous one while its overlap lasts. */
-export function signingSecrets(subscription: Pick<Subscription, 'secret' | 'previousSecret' | 'previousSecretExpiresAt'>, now: Date): string[] {
-  const secrets = [subscription.secret];
-  if (subscription.previousSecret && subscription.previousSecretExpiresAt && subscription.previousSecretExpiresAt > now) secrets.push(subscription.previousSecret);
+export function signingSecrets(endpoint: Pick<Subscription, 'secret' | 'previousSecret' | 'previousSecretExpiresAt'>, now: Date): string[] {
+  const secrets = [endpoint.secret];
+  if (endpoint.previousSecret && endpoint.previousSecretExpiresAt && endpoint.previousSecretExpiresAt > now) secrets.push(endpoint.previousSecret);
   return secrets;
 }

@@ -1,11 +1,11 @@
 import { batchPerKey, newId, type Db, type Logger } from '@merx/kit';
-import { signatureHeaders, webhookBody } from '../delivery/signing.js';
+import { requestBody, signatureHeaders } from '../delivery/signing.js';
 import type { WebhookSender } from '../delivery/sender.js';
 import type { WebhookPayload } from '../domain/delivery.js';
 import { decideAfterAttempt } from '../domain/outcome.js';
 import type { RetryPolicy } from '../domain/retry.js';
 import { signingSecrets } from '../domain/subscription.js';
-import { beatWorker, claimDueDeliveries, releaseClaimsOfDeadWorkers, retireWorker, type ClaimedDelivery } from '../store/deliveries-store.js';
+import { beatWorker, claimDueDeliveries, releaseClaimsOfDeadWorkers, retireWorker, type ClaimedDelivery } from '../store/work-queue-store.js';
 import type { FinishedAttempt } from '../usecases/outcomes.js';
 import { webhookAttemptDuration, webhookAttempts, webhookInFlight } from './metrics.js';
 
@@ -146,7 +146,7 @@ export class DeliveryWorker {
   private async send(delivery: ClaimedDelivery): Promise<void> {
     const startedAt = this.now();
     const payload = JSON.parse(delivery.payloadText) as WebhookPayload;
-    const body = webhookBody(payload, delivery.secret);
+    const body = requestBody(delivery.format, payload, delivery.secret);
     const headers = signatureHeaders({
       messageId: delivery.eventId,
       timestampSeconds: Math.floor(startedAt.getTime() / 1000),
@@ -161,7 +161,8 @@ export class DeliveryWorker {
     const attempt: FinishedAttempt = {
       merchantId: delivery.merchantId,
       deliveryId: delivery.id,
-      subscriptionId: delivery.subscriptionId,
+      endpointKind: delivery.endpointKind,
+      endpointId: delivery.endpointId,
       topic: delivery.topic,
       eventId: delivery.eventId,
       number: decision.number,

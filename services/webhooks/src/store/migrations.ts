@@ -10,11 +10,19 @@ export const webhooksMigrations: Migration[] = [
     id: '001_webhooks',
     // merchant_id leads every key, as everywhere: isolation is checkable and tables shard by tenant.
     sql: `
-      CREATE TABLE {{schema}}.subscriptions (
+      -- Everything the engine delivers to: the merchant's webhook subscriptions (wh_, managed
+      -- through this service's API) and their destinations (dst_, owned by the merchants service
+      -- and kept here as it syncs them). One table, so claims, fairness, the in-flight cap,
+      -- retries and switching failing endpoints off are one mechanism for both.
+      CREATE TABLE {{schema}}.endpoints (
         merchant_id text NOT NULL,
         id text NOT NULL,
+        kind text NOT NULL CHECK (kind IN ('subscription', 'destination')),
         url text NOT NULL,
-        topics text[] NOT NULL,
+        -- What a request carries: the signed envelope (webhook), or the routed record alone (http).
+        format text NOT NULL DEFAULT 'webhook' CHECK (format IN ('webhook', 'http')),
+        -- Subscriptions only: destinations receive what the merchants service routes to them.
+        topics text[],
         description text,
         status text NOT NULL CHECK (status IN ('enabled', 'disabled')),
         disabled_reason text CHECK (disabled_reason IN ('by_merchant', 'endpoint_gone', 'endpoint_failing')),
@@ -29,12 +37,16 @@ export const webhooksMigrations: Migration[] = [
         -- NULL when it has none), and when a worker last served it (round robin).
         due_at timestamptz,
         last_served_at timestamptz,
+        -- Subscriptions: bumped by every change made here. Destinations: the merchants service's
+        -- version of the destination, so a sync older than the one applied is recognised.
         version integer NOT NULL DEFAULT 1,
         created_at timestamptz NOT NULL,
         updated_at timestamptz NOT NULL,
-        PRIMARY KEY (merchant_id, id)
+        PRIMARY KEY (merchant_id, id),
+        CHECK ((kind = 'subscription') = (topics IS NOT NULL)),
+        CHECK (kind = 'destination' OR format = 'webhook')
       );
-      CREATE INDEX subscriptions_due ON {{schema}}.subscriptions (due_at) WHERE status = 'enabled' AND due_at IS NOT NULL;
+      CREATE INDEX endpoints_due ON {{schema}}.endpoints (due_at) WHERE status = 'enabled' AND due_at IS NOT NULL;
 
       -- Events as received from the bus, kept for the events API and as the payload of deliveries.
       CREATE TABLE {{schema}}.events (
@@ -55,7 +67,14 @@ export const webhooksMigrations: Migration[] = [
         id text NOT NULL,
         event_id text NOT NULL,
         topic text NOT NULL,
-        subscription_id text NOT NULL,
+        endpoint_kind text NOT NULL CHECK (endpoint_kind IN ('subscription', 'destination')),
+        endpoint_id text NOT NULL,
+        -- A routed record is not an event of the events API: its deliveries carry their payload
+        -- (as text, sent byte for byte). NULL: the payload is the stored event's.
+        payload text,
+        -- The internal.record_routed id (rtd_): one delivery per routing, however often the
+        -- message arrives, even under another envelope. Replays leave it NULL.
+        routed_id text,
         status text NOT NULL CHECK (status IN ('pending', 'succeeded', 'failing', 'dead')),
         -- Where the delivery is in the engine: waiting for next_attempt_at, or claimed by a worker.
         claimed_by text,
@@ -73,11 +92,12 @@ export const webhooksMigrations: Migration[] = [
         PRIMARY KEY (merchant_id, id)
       );
       -- The work queue: what is waiting, per endpoint, in due order.
-      CREATE INDEX deliveries_waiting ON {{schema}}.deliveries (merchant_id, subscription_id, next_attempt_at)
+      CREATE INDEX deliveries_waiting ON {{schema}}.deliveries (merchant_id, endpoint_id, next_attempt_at)
         WHERE status IN ('pending', 'failing') AND claimed_by IS NULL;
       -- In flight: few rows (at most the cap per endpoint), counted per endpoint at every claim.
-      CREATE INDEX deliveries_in_flight ON {{schema}}.deliveries (merchant_id, subscription_id) WHERE claimed_by IS NOT NULL;
-      CREATE INDEX deliveries_by_subscription ON {{schema}}.deliveries (merchant_id, subscription_id, id);
+      CREATE INDEX deliveries_in_flight ON {{schema}}.deliveries (merchant_id, endpoint_id) WHERE claimed_by IS NOT NULL;
+      CREATE INDEX deliveries_by_endpoint ON {{schema}}.deliveries (merchant_id, endpoint_id, id);
+      CREATE UNIQUE INDEX deliveries_routed ON {{schema}}.deliveries (merchant_id, routed_id) WHERE routed_id IS NOT NULL;
       CREATE INDEX deliveries_dead ON {{schema}}.deliveries (merchant_id, completed_at) WHERE status = 'dead' AND replayed_by IS NULL;
       CREATE INDEX deliveries_by_event ON {{schema}}.deliveries (merchant_id, event_id);
 
@@ -85,7 +105,7 @@ export const webhooksMigrations: Migration[] = [
         merchant_id text NOT NULL,
         delivery_id text NOT NULL,
         number integer NOT NULL,
-        subscription_id text NOT NULL,
+        endpoint_id text NOT NULL,
         started_at timestamptz NOT NULL,
         status_code integer,
         duration_ms integer NOT NULL,
@@ -94,7 +114,7 @@ export const webhooksMigrations: Migration[] = [
         response_excerpt text,
         PRIMARY KEY (merchant_id, delivery_id, number)
       );
-      CREATE INDEX attempts_by_subscription ON {{schema}}.attempts (merchant_id, subscription_id, started_at);
+      CREATE INDEX attempts_by_endpoint ON {{schema}}.attempts (merchant_id, endpoint_id, started_at);
 
       -- Live workers: a worker whose heartbeat stops has its claims returned to the queue.
       CREATE TABLE {{schema}}.workers (

@@ -1,8 +1,12 @@
 import type { MerchantId, Queryable } from '@merx/kit';
 import type { DisabledReason, Subscription, SubscriptionChanges, SubscriptionInput, SubscriptionStatus } from '../domain/subscription.js';
-import { WEBHOOKS_SCHEMA } from './migrations.js';
+import { ENDPOINTS } from './endpoints-store.js';
 
-const TABLE = `${WEBHOOKS_SCHEMA}.subscriptions`;
+/**
+ * Subscriptions are the endpoints of kind `subscription`; every query here says so, because the
+ * same table holds the merchant's destinations, which the subscriptions API never shows.
+ */
+const SUBSCRIPTION = `kind = 'subscription'`;
 export const SUBSCRIPTION_COLUMNS =
   'merchant_id, id, url, topics, description, status, disabled_reason, secret, previous_secret, previous_secret_expires_at, secret_rotated_at, enabled_at, version, created_at, updated_at';
 
@@ -46,8 +50,8 @@ export function toSubscription(row: SubscriptionRow): Subscription {
 
 export async function insertSubscriptionForMerchant(db: Queryable, merchantId: MerchantId, id: string, input: SubscriptionInput, secret: string, now: Date): Promise<Subscription> {
   const { rows } = await db.query<SubscriptionRow>(
-    `INSERT INTO ${TABLE} (merchant_id, id, url, topics, description, status, disabled_reason, secret, enabled_at, version, created_at, updated_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 1, $9, $9)
+    `INSERT INTO ${ENDPOINTS} (merchant_id, id, kind, url, topics, description, status, disabled_reason, secret, enabled_at, version, created_at, updated_at)
+     VALUES ($1, $2, 'subscription', $3, $4, $5, $6, $7, $8, $9, 1, $9, $9)
      RETURNING ${SUBSCRIPTION_COLUMNS}`,
     [merchantId, id, input.url, input.topics, input.description, input.status, input.status === 'disabled' ? 'by_merchant' : null, secret, now],
   );
@@ -56,7 +60,7 @@ export async function insertSubscriptionForMerchant(db: Queryable, merchantId: M
 
 export async function findSubscriptionForMerchant(db: Queryable, merchantId: MerchantId, id: string, options: { forUpdate?: boolean } = {}): Promise<Subscription | undefined> {
   const { rows } = await db.query<SubscriptionRow>(
-    `SELECT ${SUBSCRIPTION_COLUMNS} FROM ${TABLE} WHERE merchant_id = $1 AND id = $2${options.forUpdate ? ' FOR UPDATE' : ''}`,
+    `SELECT ${SUBSCRIPTION_COLUMNS} FROM ${ENDPOINTS} WHERE merchant_id = $1 AND id = $2 AND ${SUBSCRIPTION}${options.forUpdate ? ' FOR UPDATE' : ''}`,
     [merchantId, id],
   );
   return rows[0] ? toSubscription(rows[0]) : undefined;
@@ -65,7 +69,7 @@ export async function findSubscriptionForMerchant(db: Queryable, merchantId: Mer
 /** The enabled subscriptions of these merchants: what fan-out matches events against. */
 export async function enabledSubscriptionsOfMerchants(db: Queryable, merchantIds: string[]): Promise<Subscription[]> {
   const { rows } = await db.query<SubscriptionRow>(
-    `SELECT ${SUBSCRIPTION_COLUMNS} FROM ${TABLE} WHERE merchant_id = ANY($1) AND status = 'enabled'`,
+    `SELECT ${SUBSCRIPTION_COLUMNS} FROM ${ENDPOINTS} WHERE merchant_id = ANY($1) AND status = 'enabled' AND ${SUBSCRIPTION}`,
     [merchantIds],
   );
   return rows.map(toSubscription);
@@ -73,7 +77,7 @@ export async function enabledSubscriptionsOfMerchants(db: Queryable, merchantIds
 
 export async function listSubscriptionsForMerchant(db: Queryable, merchantId: MerchantId, page: { limit: number; after?: string | undefined }, filters: { status?: SubscriptionStatus }): Promise<Subscription[]> {
   const params: unknown[] = [merchantId];
-  const conditions = ['merchant_id = $1'];
+  const conditions = ['merchant_id = $1', SUBSCRIPTION];
   if (page.after) {
     params.push(page.after);
     conditions.push(`id < $${params.length}`);
@@ -84,7 +88,7 @@ export async function listSubscriptionsForMerchant(db: Queryable, merchantId: Me
   }
   params.push(page.limit + 1);
   const { rows } = await db.query<SubscriptionRow>(
-    `SELECT ${SUBSCRIPTION_COLUMNS} FROM ${TABLE} WHERE ${conditions.join(' AND ')} ORDER BY id DESC LIMIT $${params.length}`,
+    `SELECT ${SUBSCRIPTION_COLUMNS} FROM ${ENDPOINTS} WHERE ${conditions.join(' AND ')} ORDER BY id DESC LIMIT $${params.length}`,
     params,
   );
   return rows.map(toSubscription);
@@ -106,8 +110,8 @@ export async function updateSubscriptionForMerchant(
   // A merchant re-enabling an endpoint starts it afresh: the reason goes and the failure clock restarts.
   if (changes.status === 'enabled') sets.push('disabled_reason = NULL', `enabled_at = CASE WHEN status = 'disabled' THEN $3 ELSE enabled_at END`);
   const { rows } = await tx.query<SubscriptionRow>(
-    `UPDATE ${TABLE} SET ${[...sets, 'version = version + 1', 'updated_at = $3'].join(', ')}
-     WHERE merchant_id = $1 AND id = $2 RETURNING ${SUBSCRIPTION_COLUMNS}`,
+    `UPDATE ${ENDPOINTS} SET ${[...sets, 'version = version + 1', 'updated_at = $3'].join(', ')}
+     WHERE merchant_id = $1 AND id = $2 AND ${SUBSCRIPTION} RETURNING ${SUBSCRIPTION_COLUMNS}`,
     params,
   );
   return toSubscription(rows[0]!);
@@ -115,28 +119,14 @@ export async function updateSubscriptionForMerchant(
 
 export async function rotateSubscriptionSecret(tx: Queryable, merchantId: MerchantId, id: string, secret: string, previousExpiresAt: Date, now: Date): Promise<Subscription> {
   const { rows } = await tx.query<SubscriptionRow>(
-    `UPDATE ${TABLE} SET previous_secret = secret, secret = $3, previous_secret_expires_at = $4, secret_rotated_at = $5,
+    `UPDATE ${ENDPOINTS} SET previous_secret = secret, secret = $3, previous_secret_expires_at = $4, secret_rotated_at = $5,
        version = version + 1, updated_at = $5
-     WHERE merchant_id = $1 AND id = $2 RETURNING ${SUBSCRIPTION_COLUMNS}`,
+     WHERE merchant_id = $1 AND id = $2 AND ${SUBSCRIPTION} RETURNING ${SUBSCRIPTION_COLUMNS}`,
     [merchantId, id, secret, previousExpiresAt, now],
   );
   return toSubscription(rows[0]!);
 }
 
 export async function deleteSubscriptionForMerchant(tx: Queryable, merchantId: MerchantId, id: string): Promise<void> {
-  await tx.query(`DELETE FROM ${TABLE} WHERE merchant_id = $1 AND id = $2`, [merchantId, id]);
-}
-
-/**
- * Locks these subscriptions' rows in primary-key order. Every transaction that updates several
- * subscriptions (fan-out, recording attempts, releasing dead workers' claims) takes its locks
- * through here first, so two of them never wait on each other in opposite orders (a deadlock).
- */
-export async function lockSubscriptionsInKeyOrder(tx: Queryable, keys: { merchantId: string; subscriptionId: string }[]): Promise<void> {
-  if (keys.length === 0) return;
-  await tx.query(
-    `SELECT 1 FROM ${TABLE} WHERE (merchant_id, id) IN (SELECT * FROM unnest($1::text[], $2::text[]))
-     ORDER BY merchant_id, id FOR NO KEY UPDATE`,
-    [keys.map((k) => k.merchantId), keys.map((k) => k.subscriptionId)],
-  );
+  await tx.query(`DELETE FROM ${ENDPOINTS} WHERE merchant_id = $1 AND id = $2 AND ${SUBSCRIPTION}`, [merchantId, id]);
 }

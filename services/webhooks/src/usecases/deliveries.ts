@@ -1,6 +1,6 @@
 import { buildEvent, Conflict, newId, NotFound, parsePageRequest, toListPage, ValidationFailed, type Db, type Emit, type FieldError, type MerchantId, type Outbox, type Queryable } from '@merx/kit';
 import { eventCatalogue } from '@merx/contracts';
-import { DELIVERY_STATUSES, type Delivery, type DeliveryStatus } from '../domain/delivery.js';
+import { DELIVERY_STATUSES, type Delivery, type DeliveryStatus, type WebhookPayload } from '../domain/delivery.js';
 import { presentDeadLetter, presentDelivery, presentDeliveryWithAttempts, presentEvent } from '../domain/present.js';
 import {
   attemptsOfDelivery,
@@ -11,8 +11,8 @@ import {
   markReplayed,
   type DeliveryFilters,
 } from '../store/deliveries-store.js';
+import { findEndpointForMerchant } from '../store/endpoints-store.js';
 import { findEventForMerchant, listEventsForMerchant, type EventFilters } from '../store/events-store.js';
-import { findSubscriptionForMerchant } from '../store/subscriptions-store.js';
 
 export interface DeliveryUseCaseDeps {
   db: Db;
@@ -56,10 +56,16 @@ function parseTopic(value: unknown, errors: FieldError[]): string | undefined {
   return value;
 }
 
-function parseSubscriptionId(value: unknown, errors: FieldError[]): string | undefined {
+const ENDPOINT_FILTERS = {
+  subscription_id: { prefix: 'wh', what: 'a webhook subscription id (wh_…)' },
+  destination_id: { prefix: 'dst', what: 'a destination id (dst_…)' },
+} as const;
+
+function parseEndpointId(field: keyof typeof ENDPOINT_FILTERS, value: unknown, errors: FieldError[]): string | undefined {
   if (value === undefined) return undefined;
-  if (typeof value !== 'string' || !/^wh_[0-9a-z]{26}$/.test(value)) {
-    errors.push({ field: 'subscription_id', code: 'invalid_id', message: 'subscription_id must be a webhook subscription id (wh_…)' });
+  const { prefix, what } = ENDPOINT_FILTERS[field];
+  if (typeof value !== 'string' || !new RegExp(`^${prefix}_[0-9a-z]{26}$`).test(value)) {
+    errors.push({ field, code: 'invalid_id', message: `${field} must be ${what}` });
     return undefined;
   }
   return value;
@@ -71,8 +77,12 @@ function parseFilters(source: Record<string, unknown>, allowed: readonly string[
   const read = (name: string) => (fromQuery ? single(source, name, errors) : source[name]);
   const filters: DeliveryFilters = {};
   if (allowed.includes('subscription_id')) {
-    const id = parseSubscriptionId(read('subscription_id'), errors);
+    const id = parseEndpointId('subscription_id', read('subscription_id'), errors);
     if (id) filters.subscriptionId = id;
+  }
+  if (allowed.includes('destination_id')) {
+    const id = parseEndpointId('destination_id', read('destination_id'), errors);
+    if (id) filters.destinationId = id;
   }
   if (allowed.includes('event_id')) {
     const eventId = read('event_id');
@@ -104,16 +114,19 @@ export function deliveryUseCases({ db, outbox, eventRetentionDays, onDeliveriesD
     return delivery;
   }
 
-  async function eventOf(tx: Queryable, merchantId: MerchantId, eventId: string) {
-    const event = await findEventForMerchant(tx, merchantId, eventId);
+  /** What a delivery sends: a routed record's own payload, or its stored event's. */
+  async function payloadOf(tx: Queryable, merchantId: MerchantId, delivery: Delivery): Promise<WebhookPayload> {
+    if (delivery.payloadText !== null) return JSON.parse(delivery.payloadText) as WebhookPayload;
+    const event = await findEventForMerchant(tx, merchantId, delivery.eventId);
     // Events a delivery still needs are kept past retention, so this is a broken invariant.
-    if (!event) throw new Error(`event ${eventId} of a delivery is missing`);
-    return event;
+    if (!event) throw new Error(`event ${delivery.eventId} of a delivery is missing`);
+    return event.payload;
   }
 
   /**
-   * A replay is a new delivery of the same event (same webhook-id, same payload) with attempts of
-   * its own, announced as `webhooks.dead_letter_replayed` so the audit log names every replay.
+   * A replay is a new delivery of the same event (same webhook-id, same payload) to the same
+   * endpoint, with attempts of its own, announced as `webhooks.dead_letter_replayed` so the audit
+   * log names every replay.
    */
   async function replay(tx: Queryable, emit: Emit, merchantId: MerchantId, dead: Delivery[]): Promise<Delivery[]> {
     const created = now();
@@ -122,7 +135,9 @@ export function deliveryUseCases({ db, outbox, eventRetentionDays, onDeliveriesD
       merchantId,
       eventId: delivery.eventId,
       topic: delivery.topic,
-      subscriptionId: delivery.subscriptionId,
+      endpointKind: delivery.endpointKind,
+      endpointId: delivery.endpointId,
+      payloadText: delivery.payloadText,
       status: 'pending',
       attemptCount: 0,
       nextAttemptAt: created,
@@ -135,7 +150,7 @@ export function deliveryUseCases({ db, outbox, eventRetentionDays, onDeliveriesD
       updatedAt: created,
       completedAt: null,
     }));
-    await insertDeliveries(tx, replays.map((r) => ({ ...r, status: 'pending' as const, replayOf: r.replayOf })), created);
+    await insertDeliveries(tx, replays.map((r) => ({ ...r, status: 'pending' as const, routedId: null })), created);
     await markReplayed(tx, merchantId, replays.map((r) => ({ deadId: r.replayOf!, replayId: r.id })), created);
     for (const replayed of replays) emit(buildEvent('webhooks.dead_letter_replayed', merchantId, { object: presentDelivery(replayed) }));
     return replays;
@@ -144,7 +159,7 @@ export function deliveryUseCases({ db, outbox, eventRetentionDays, onDeliveriesD
   return {
     async listDeliveries(merchantId: MerchantId, query: Record<string, unknown>) {
       const page = parsePageRequest(query);
-      const filters = parseFilters(query, ['subscription_id', 'event_id', 'status'], true);
+      const filters = parseFilters(query, ['subscription_id', 'destination_id', 'event_id', 'status'], true);
       return toListPage(await listDeliveriesForMerchant(db, merchantId, page, filters), page.limit, presentDelivery);
     },
 
@@ -156,24 +171,30 @@ export function deliveryUseCases({ db, outbox, eventRetentionDays, onDeliveriesD
 
     async listDeadLetters(merchantId: MerchantId, query: Record<string, unknown>) {
       const page = parsePageRequest(query);
-      const filters = parseFilters(query, ['subscription_id'], true);
+      const filters = parseFilters(query, ['subscription_id', 'destination_id'], true);
       const rows = await listDeliveriesForMerchant(db, merchantId, page, { ...filters, deadLetters: true });
-      const payloads = new Map<string, Awaited<ReturnType<typeof eventOf>>>();
-      for (const row of rows) if (!payloads.has(row.eventId)) payloads.set(row.eventId, await eventOf(db, merchantId, row.eventId));
-      return toListPage(rows, page.limit, (row) => presentDeadLetter(row, payloads.get(row.eventId)!));
+      // Dead letters of one event share its payload, looked up once; a routed record carries its own.
+      const payloadKey = (row: Delivery) => (row.payloadText === null ? row.eventId : row.id);
+      const payloads = new Map<string, WebhookPayload>();
+      for (const row of rows) if (!payloads.has(payloadKey(row))) payloads.set(payloadKey(row), await payloadOf(db, merchantId, row));
+      return toListPage(rows, page.limit, (row) => presentDeadLetter(row, payloads.get(payloadKey(row))!));
     },
 
     async getDeadLetter(merchantId: MerchantId, id: string) {
       const delivery = await findDeadLetter(db, merchantId, id);
-      return presentDeadLetter(delivery, await eventOf(db, merchantId, delivery.eventId));
+      return presentDeadLetter(delivery, await payloadOf(db, merchantId, delivery));
     },
 
     async replayDeadLetter(merchantId: MerchantId, id: string) {
       const replayed = await outbox.transaction(async (tx, emit) => {
         const dead = await findDeadLetter(tx, merchantId, id, true);
-        const subscription = await findSubscriptionForMerchant(tx, merchantId, dead.subscriptionId);
-        if (subscription?.status !== 'enabled') {
-          throw new Conflict(`Subscription ${dead.subscriptionId} is disabled; enable it (PATCH status=enabled) before replaying its dead letters.`);
+        const endpoint = await findEndpointForMerchant(tx, merchantId, dead.endpointId);
+        if (endpoint?.status !== 'enabled') {
+          throw new Conflict(
+            dead.endpointKind === 'subscription'
+              ? `Subscription ${dead.endpointId} is disabled; enable it (PATCH status=enabled) before replaying its dead letters.`
+              : `Destination ${dead.endpointId} is not active; set its status to active before replaying its dead letters.`,
+          );
         }
         const [created] = await replay(tx, emit, merchantId, [dead]);
         return created!;
@@ -187,13 +208,13 @@ export function deliveryUseCases({ db, outbox, eventRetentionDays, onDeliveriesD
         throw new ValidationFailed([{ field: '(body)', code: 'invalid_type', message: 'the body must be a JSON object of filters' }]);
       }
       const source = (body ?? {}) as Record<string, unknown>;
-      const unknown = Object.keys(source).filter((key) => !['subscription_id', 'topic', 'since', 'until', 'limit'].includes(key));
+      const unknown = Object.keys(source).filter((key) => !['subscription_id', 'destination_id', 'topic', 'since', 'until', 'limit'].includes(key));
       if (unknown.length > 0) throw new ValidationFailed(unknown.map((field) => ({ field, code: 'unknown_field', message: `${field} is not a replay filter` })));
       const limit = source.limit ?? MAX_BULK_REPLAY;
       if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > MAX_BULK_REPLAY) {
         throw new ValidationFailed([{ field: 'limit', code: 'out_of_range', message: `limit must be an integer from 1 to ${MAX_BULK_REPLAY}` }]);
       }
-      const filters = parseFilters(source, ['subscription_id'], false);
+      const filters = parseFilters(source, ['subscription_id', 'destination_id'], false);
       const { ids, hasMore } = await outbox.transaction(async (tx, emit) => {
         const dead = await lockDeadLettersForReplay(tx, merchantId, filters, limit);
         const replays = await replay(tx, emit, merchantId, dead.slice(0, limit));

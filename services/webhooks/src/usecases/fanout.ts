@@ -1,69 +1,181 @@
-import { findEventDefinition, type ContractValidator } from '@merx/contracts';
-import { newId, type Db, type Logger, type MerxEvent } from '@merx/kit';
+import { findEventDefinition, isInternalEvent, type ContractValidator } from '@merx/contracts';
+import { newId, trustedMerchantId, type Logger, type MerxEvent, type Outbox, type Queryable } from '@merx/kit';
 import { toWebhookPayload, type StoredEvent } from '../domain/delivery.js';
-import { subscribesTo } from '../domain/subscription.js';
+import type { DestinationRemoval, DestinationSync, RoutedRecord } from '../domain/destination.js';
+import type { EndpointKey } from '../domain/endpoint.js';
+import { subscribesTo, type Subscription } from '../domain/subscription.js';
 import { insertDeliveries, type NewDelivery } from '../store/deliveries-store.js';
+import { lockEndpointsOfBatch } from '../store/endpoints-store.js';
 import { insertEvents } from '../store/events-store.js';
 import { WEBHOOKS_SCHEMA } from '../store/migrations.js';
 import { enabledSubscriptionsOfMerchants } from '../store/subscriptions-store.js';
+import { removeDestination, routedRecordDelivery, syncDestination } from './destinations.js';
+import { resetSandbox } from './sandbox-reset.js';
 
 export const FANOUT_CONSUMER = 'webhooks.fanout';
 
 export interface FanOutDeps {
-  db: Db;
+  outbox: Outbox;
   logger: Logger;
   validator: ContractValidator;
+  /** How long a destination's replaced secret keeps signing, as a rotated subscription's does. */
+  secretOverlapMs: number;
   now?: () => Date;
 }
 
+/** What a message of the batch asks for, in the order the messages came. */
+type Step =
+  | { kind: 'event'; event: StoredEvent }
+  | { kind: 'sandbox_reset'; reset: MerxEvent }
+  | { kind: 'destination_synced'; merchantId: string; sync: DestinationSync }
+  | { kind: 'destination_removed'; merchantId: string; removal: DestinationRemoval }
+  | { kind: 'record_routed'; merchantId: string; routing: RoutedRecord };
+
+/** The internal messages addressed to this service; the others on the bus are someone else's. */
+const CONSUMED_INTERNAL = new Set(['internal.destination_synced', 'internal.destination_removed', 'internal.record_routed']);
+
 /**
- * Turns events from the bus into stored events and one delivery per matching subscription. A
- * batch is one transaction with its inbox rows, so a crash before commit leaves nothing (the
- * broker redelivers) and a redelivery after commit finds its inbox row and adds nothing: no
- * delivery is lost or doubled. Returns how many deliveries became due.
+ * Turns messages from the bus into what the delivery engine sends. Events of the catalogue are
+ * stored and get one delivery per matching subscription; the merchants service's internal
+ * messages keep destinations in step and give routed records their deliveries; `sandbox.reset`
+ * wipes the merchant's webhooks data. A batch is one transaction with its inbox rows, so a crash
+ * before commit leaves nothing (the broker redelivers) and a redelivery after commit finds its
+ * inbox row and adds nothing: no delivery is lost or doubled. Returns how many deliveries became due.
  */
-export function fanOut({ db, logger, validator, now = () => new Date() }: FanOutDeps) {
-  return async function fanOutEvents(events: MerxEvent[]): Promise<number> {
-    return db.transaction(async (tx) => {
-      const { rows: fresh } = await tx.query<{ event_id: string }>(
-        `INSERT INTO ${WEBHOOKS_SCHEMA}.inbox (consumer, event_id, topic)
-         SELECT $1, * FROM unnest($2::text[], $3::text[]) ON CONFLICT DO NOTHING RETURNING event_id`,
-        [FANOUT_CONSUMER, events.map((e) => e.id), events.map((e) => e.topic)],
-      );
-      // First sight of each id only (a batch can hold a redelivery of its own event); events
-      // outside the catalogue are internal plumbing and never reach subscribers.
-      const unseen = new Set(fresh.map((row) => row.event_id));
-      const publishable = events.filter((event) => unseen.delete(event.id) && findEventDefinition(event.topic));
-      if (publishable.length === 0) return 0;
-      const stored: StoredEvent[] = publishable.map((event) => {
-        const payload = toWebhookPayload(event);
-        return { id: event.id, merchantId: event.merchant_id, topic: event.topic, createdAt: new Date(event.created_at), payload, payloadText: JSON.stringify(payload) };
-      });
-      await insertEvents(tx, stored);
-      const subscriptions = await enabledSubscriptionsOfMerchants(tx, [...new Set(stored.map((event) => event.merchantId))]);
-      const deliveries: NewDelivery[] = [];
-      for (const event of stored) {
-        const matching = subscriptions.filter((s) => s.merchantId === event.merchantId && subscribesTo(s.topics, event.topic));
-        if (matching.length === 0) continue;
-        // Checked once per event, before anything is sent: a payload that breaks its own schema
-        // is a bug on our side, recorded as dead (visible, replayable once fixed), never sent.
-        const problems = validator.validateEvent(event.payload);
-        if (problems.length > 0) logger.error({ event_id: event.id, topic: event.topic, problems }, 'event fails its catalogue schema; its deliveries are dead on arrival');
-        for (const subscription of matching) {
-          deliveries.push({
-            merchantId: event.merchantId,
-            id: newId('del'),
-            eventId: event.id,
-            topic: event.topic,
-            subscriptionId: subscription.id,
-            status: problems.length > 0 ? 'dead' : 'pending',
-            lastError: problems.length > 0 ? 'invalid_payload' : null,
-            replayOf: null,
-          });
+export function fanOut({ outbox, logger, validator, secretOverlapMs, now = () => new Date() }: FanOutDeps) {
+  /** The steps of one message; none for what this service does not act on, or cannot. */
+  function stepsOf(event: MerxEvent): Step[] {
+    if (isInternalEvent(event.topic)) {
+      if (!CONSUMED_INTERNAL.has(event.topic) || !wellFormed(event)) return [];
+      const object = event.data.object;
+      const merchantId = event.merchant_id;
+      if (event.topic === 'internal.destination_synced') return [{ kind: 'destination_synced', merchantId, sync: object as unknown as DestinationSync }];
+      if (event.topic === 'internal.destination_removed') return [{ kind: 'destination_removed', merchantId, removal: object as unknown as DestinationRemoval }];
+      return [{ kind: 'record_routed', merchantId, routing: object as unknown as RoutedRecord }];
+    }
+    // Anything else outside the catalogue is plumbing and never reaches subscribers.
+    if (!findEventDefinition(event.topic)) return [];
+    const payload = toWebhookPayload(event);
+    const stored: Step = {
+      kind: 'event',
+      event: { id: event.id, merchantId: event.merchant_id, topic: event.topic, createdAt: new Date(event.created_at), payload, payloadText: JSON.stringify(payload) },
+    };
+    // The reset's own event is kept, like any event after the wipe.
+    if (event.topic === 'sandbox.reset' && wellFormed(event)) return [{ kind: 'sandbox_reset', reset: event }, stored];
+    return [stored];
+  }
+
+  /**
+   * A message this service acts on must match its schema: acting on half a message would be
+   * worse than not at all. The publisher's request context (who asked, from where) is not what
+   * is acted on, so a flaw there is the publisher's to answer for, not a reason to drop a record.
+   */
+  function wellFormed(event: MerxEvent): boolean {
+    const { context: _context, ...message } = event;
+    const problems = validator.validateEvent(message);
+    if (problems.length > 0) logger.error({ event_id: event.id, topic: event.topic, problems }, 'message fails its schema; ignored');
+    return problems.length === 0;
+  }
+
+  /**
+   * One delivery per event and matching subscription. Checked once per event, before anything is
+   * sent: a payload that breaks its own schema is a bug on our side, recorded as dead (visible,
+   * replayable once fixed), never sent.
+   */
+  function subscriptionDeliveries(events: StoredEvent[], subscriptions: Subscription[]): NewDelivery[] {
+    const deliveries: NewDelivery[] = [];
+    for (const event of events) {
+      const matching = matchingSubscriptions(subscriptions, event);
+      if (matching.length === 0) continue;
+      const problems = validator.validateEvent(event.payload);
+      if (problems.length > 0) logger.error({ event_id: event.id, topic: event.topic, problems }, 'event fails its catalogue schema; its deliveries are dead on arrival');
+      for (const subscription of matching) {
+        deliveries.push({
+          merchantId: event.merchantId,
+          id: newId('del'),
+          eventId: event.id,
+          topic: event.topic,
+          endpointKind: 'subscription',
+          endpointId: subscription.id,
+          payloadText: null,
+          routedId: null,
+          status: problems.length > 0 ? 'dead' : 'pending',
+          lastError: problems.length > 0 ? 'invalid_payload' : null,
+          replayOf: null,
+        });
+      }
+    }
+    return deliveries;
+  }
+
+  return async function fanOutEvents(messages: MerxEvent[]): Promise<number> {
+    return outbox.transaction(async (tx, emit) => {
+      const steps = (await firstSightings(tx, messages)).flatMap(stepsOf);
+      if (steps.length === 0) return 0;
+      const at = now();
+      const published = steps.flatMap((step) => (step.kind === 'event' ? [step.event] : []));
+      let subscriptions = published.length > 0 ? await enabledSubscriptionsOfMerchants(tx, [...new Set(published.map((event) => event.merchantId))]) : [];
+      // A batch of events alone locks what it touches in one step as it writes (markEndpointsDue).
+      if (steps.some((step) => step.kind !== 'event')) await lockEndpointsOfBatch(tx, endpointsTouched(steps, subscriptions));
+
+      let due = 0;
+      let events: StoredEvent[] = [];
+      let routed: NewDelivery[] = [];
+      const flush = async () => {
+        await insertEvents(tx, events);
+        due += await insertDeliveries(tx, [...subscriptionDeliveries(events, subscriptions), ...routed], at);
+        events = [];
+        routed = [];
+      };
+      for (const step of steps) {
+        if (step.kind === 'event') events.push(step.event);
+        else if (step.kind === 'record_routed') routed.push(routedRecordDelivery(step.merchantId, step.routing));
+        else {
+          // What came before a change of endpoints is written before it, so the order of the
+          // messages is the order of their effects (a routing, then its destination's removal).
+          await flush();
+          if (step.kind === 'sandbox_reset') {
+            await resetSandbox(tx, emit, step.reset, at);
+            subscriptions = subscriptions.filter((subscription) => subscription.merchantId !== step.reset.merchant_id);
+          } else if (step.kind === 'destination_synced') {
+            if (await syncDestination(tx, trustedMerchantId(step.merchantId), step.sync, secretOverlapMs, at)) due += 1;
+          } else {
+            await removeDestination(tx, trustedMerchantId(step.merchantId), step.removal);
+          }
         }
       }
-      await insertDeliveries(tx, deliveries, now());
-      return deliveries.filter((d) => d.status === 'pending').length;
+      await flush();
+      return due;
     });
   };
+}
+
+/** The events of the batch not seen before: first sight of each id only (a batch can hold a redelivery of its own event). */
+async function firstSightings(tx: Queryable, events: MerxEvent[]): Promise<MerxEvent[]> {
+  const { rows: fresh } = await tx.query<{ event_id: string }>(
+    `INSERT INTO ${WEBHOOKS_SCHEMA}.inbox (consumer, event_id, topic)
+     SELECT $1, * FROM unnest($2::text[], $3::text[]) ON CONFLICT DO NOTHING RETURNING event_id`,
+    [FANOUT_CONSUMER, events.map((e) => e.id), events.map((e) => e.topic)],
+  );
+  const unseen = new Set(fresh.map((row) => row.event_id));
+  return events.filter((event) => unseen.delete(event.id));
+}
+
+function matchingSubscriptions(subscriptions: Subscription[], event: StoredEvent): Subscription[] {
+  return subscriptions.filter((s) => s.merchantId === event.merchantId && subscribesTo(s.topics, event.topic));
+}
+
+/** Every endpoint a batch may write to, for locking them all in one ordered step before any write. */
+function endpointsTouched(steps: Step[], subscriptions: Subscription[]) {
+  const destinations: EndpointKey[] = [];
+  const endpoints: EndpointKey[] = [];
+  const wholeMerchants: string[] = [];
+  for (const step of steps) {
+    if (step.kind === 'event') endpoints.push(...matchingSubscriptions(subscriptions, step.event).map((s) => ({ merchantId: s.merchantId, endpointId: s.id })));
+    else if (step.kind === 'sandbox_reset') wholeMerchants.push(step.reset.merchant_id);
+    else if (step.kind === 'destination_synced') destinations.push({ merchantId: step.merchantId, endpointId: step.sync.id });
+    else if (step.kind === 'destination_removed') destinations.push({ merchantId: step.merchantId, endpointId: step.removal.id });
+    else destinations.push({ merchantId: step.merchantId, endpointId: step.routing.destination_id });
+  }
+  return { destinations, endpoints, wholeMerchants };
 }

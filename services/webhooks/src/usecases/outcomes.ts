@@ -1,11 +1,14 @@
-import { buildEvent, trustedMerchantId, type Emit, type Outbox, type Queryable } from '@merx/kit';
+import { buildEvent, trustedMerchantId, type Emit, type MerchantId, type Outbox, type Queryable } from '@merx/kit';
 import { raisesAlertWhenDead, systemAlert, type AlertFacts } from '../domain/alert.js';
-import type { DisabledReason } from '../domain/subscription.js';
+import type { DisabledReason, EndpointKind, EndpointState } from '../domain/endpoint.js';
 import { presentSubscription, presentSubscriptionPrevious } from '../domain/present.js';
-import { markEndpointsDue, noSuccessSince, recordAttempts, type AttemptResult } from '../store/deliveries-store.js';
-import { findSubscriptionForMerchant, lockSubscriptionsInKeyOrder, updateSubscriptionForMerchant } from '../store/subscriptions-store.js';
+import { disableDestinationForMerchant } from '../store/destinations-store.js';
+import { findEndpointForMerchant, lockEndpointsInKeyOrder, markEndpointsDue } from '../store/endpoints-store.js';
+import { findSubscriptionForMerchant, updateSubscriptionForMerchant } from '../store/subscriptions-store.js';
+import { noSuccessSince, recordAttempts, type AttemptResult } from '../store/work-queue-store.js';
 
 export interface FinishedAttempt extends AttemptResult {
+  endpointKind: EndpointKind;
   topic: string;
   eventId: string;
   endpointGone: boolean;
@@ -15,14 +18,42 @@ function raiseAlert(emit: Emit, merchantId: string, facts: AlertFacts, now: Date
   emit(buildEvent('system_alerts.raised', merchantId, { object: systemAlert(facts, now) }));
 }
 
-async function disableEndpoint(tx: Queryable, emit: Emit, merchantId: string, subscriptionId: string, reason: DisabledReason, why: string, now: Date): Promise<void> {
-  const tenant = trustedMerchantId(merchantId);
-  const current = await findSubscriptionForMerchant(tx, tenant, subscriptionId);
-  if (!current || current.status === 'disabled') return;
+/** The alert's pointer to the endpoint: `subscription_id` or `destination_id`. */
+const endpointFacts = (kind: EndpointKind, id: string) => (kind === 'subscription' ? { subscriptionId: id } : { destinationId: id });
+
+/**
+ * A subscription switched off is a change of the merchant's resource here, announced as
+ * `webhooks.subscription_updated`. A destination belongs to the merchants service: it is told
+ * (`internal.destination_disabled`), records the change on its resource and announces it, and
+ * syncs the destination back. Either way the merchant gets an alert.
+ */
+async function disableEndpoint(tx: Queryable, emit: Emit, endpoint: EndpointState, reason: DisabledReason, why: string, now: Date): Promise<void> {
+  const tenant = trustedMerchantId(endpoint.merchantId);
+  if (endpoint.kind === 'subscription') await disableSubscription(tx, emit, tenant, endpoint.id, reason, now);
+  else {
+    await disableDestinationForMerchant(tx, tenant, endpoint.id, reason, now);
+    emit(
+      buildEvent('internal.destination_disabled', endpoint.merchantId, {
+        object: { id: endpoint.id, object: 'destination_endpoint', reason, disabled_at: now.toISOString() },
+      }),
+    );
+  }
+  const what = endpoint.kind === 'subscription' ? 'Webhook endpoint' : 'Destination';
+  const fix = endpoint.kind === 'subscription' ? 'set status to enabled' : 'set the destination\'s status to active';
+  raiseAlert(
+    emit,
+    endpoint.merchantId,
+    { kind: 'endpoint_disabled', severity: 'critical', message: `${what} ${endpoint.url} was disabled: ${why}. Fix it, then ${fix} and replay its dead letters.`, ...endpointFacts(endpoint.kind, endpoint.id) },
+    now,
+  );
+}
+
+async function disableSubscription(tx: Queryable, emit: Emit, merchantId: MerchantId, subscriptionId: string, reason: DisabledReason, now: Date): Promise<void> {
+  const current = await findSubscriptionForMerchant(tx, merchantId, subscriptionId);
+  if (!current) return;
   const changes = { status: 'disabled' as const, disabledReason: reason };
-  const updated = await updateSubscriptionForMerchant(tx, tenant, subscriptionId, changes, now);
+  const updated = await updateSubscriptionForMerchant(tx, merchantId, subscriptionId, changes, now);
   emit(buildEvent('webhooks.subscription_updated', merchantId, { object: presentSubscription(updated), previous: presentSubscriptionPrevious(current, changes) }));
-  raiseAlert(emit, merchantId, { kind: 'endpoint_disabled', severity: 'critical', message: `Webhook endpoint ${current.url} was disabled: ${why}. Fix it, then set status to enabled and replay its dead letters.`, subscriptionId }, now);
 }
 
 function alertDeadLetter(emit: Emit, attempt: FinishedAttempt, now: Date): void {
@@ -34,7 +65,7 @@ function alertDeadLetter(emit: Emit, attempt: FinishedAttempt, now: Date): void 
       kind: 'event_dead_lettered',
       severity: 'warning',
       message: `Event ${attempt.eventId} (${attempt.topic}) could not be delivered after ${attempt.number} attempt(s); last: ${attempt.errorMessage ?? attempt.error ?? 'failed'}. Replay it from the dead letters.`,
-      subscriptionId: attempt.subscriptionId,
+      ...endpointFacts(attempt.endpointKind, attempt.endpointId),
       deliveryId: attempt.deliveryId,
       eventId: attempt.eventId,
     },
@@ -47,17 +78,18 @@ function alertDeadLetter(emit: Emit, attempt: FinishedAttempt, now: Date): void 
  * its whole retry window, and was not re-enabled meanwhile: it is switched off rather than tried
  * forever.
  */
-async function failedThroughWindow(tx: Queryable, attempt: FinishedAttempt): Promise<boolean> {
-  const subscription = await findSubscriptionForMerchant(tx, trustedMerchantId(attempt.merchantId), attempt.subscriptionId);
-  if (!subscription || subscription.status === 'disabled' || subscription.enabledAt > attempt.firstAttemptAt) return false;
-  return noSuccessSince(tx, attempt.merchantId, attempt.subscriptionId, attempt.firstAttemptAt);
+async function failedThroughWindow(tx: Queryable, endpoint: EndpointState, attempt: FinishedAttempt): Promise<boolean> {
+  if (endpoint.enabledAt > attempt.firstAttemptAt) return false;
+  return noSuccessSince(tx, attempt.merchantId, attempt.endpointId, attempt.firstAttemptAt);
 }
 
 /**
  * Writes a batch of finished attempts in one transaction, with what they imply: retries put back
  * on their endpoints' schedule, an alert per dead letter, and endpoints switched off when they
  * answer 410 or have failed for the whole retry window. A batch of successes touches no
- * subscription row at all; every other batch locks the rows it changes in key order, once.
+ * endpoint row at all; every other batch locks the rows it changes in key order, once. An
+ * endpoint wiped meanwhile (deleted, removed, a sandbox reset) took its deliveries with it, so
+ * their attempts record nothing and imply nothing.
  */
 export function attemptOutcomes(outbox: Outbox) {
   return async function recordFinishedAttempts(workerId: string, finished: FinishedAttempt[], now: Date): Promise<void> {
@@ -67,13 +99,15 @@ export function attemptOutcomes(outbox: Outbox) {
       const attempts = recorded.size === finished.length ? finished : finished.filter((a) => recorded.has(a.deliveryId));
       const retried = attempts.filter((a) => a.nextAttemptAt !== null);
       const ending = attempts.filter((a) => a.endpointGone || a.status === 'dead');
-      if (ending.length > 0) await lockSubscriptionsInKeyOrder(tx, [...retried, ...ending]);
-      await markEndpointsDue(tx, retried.map((a) => ({ merchantId: a.merchantId, subscriptionId: a.subscriptionId, at: a.nextAttemptAt! })));
+      if (ending.length > 0) await lockEndpointsInKeyOrder(tx, [...retried, ...ending]);
+      await markEndpointsDue(tx, retried.map((a) => ({ merchantId: a.merchantId, endpointId: a.endpointId, at: a.nextAttemptAt! })));
       for (const attempt of ending) {
-        if (attempt.endpointGone) await disableEndpoint(tx, emit, attempt.merchantId, attempt.subscriptionId, 'endpoint_gone', 'it answered 410 Gone', now);
+        const endpoint = await findEndpointForMerchant(tx, trustedMerchantId(attempt.merchantId), attempt.endpointId);
+        const enabled = endpoint?.status === 'enabled' ? endpoint : undefined;
+        if (enabled && attempt.endpointGone) await disableEndpoint(tx, emit, enabled, 'endpoint_gone', 'it answered 410 Gone', now);
         alertDeadLetter(emit, attempt, now);
-        if (!attempt.endpointGone && (await failedThroughWindow(tx, attempt))) {
-          await disableEndpoint(tx, emit, attempt.merchantId, attempt.subscriptionId, 'endpoint_failing', `no attempt succeeded since ${attempt.firstAttemptAt.toISOString()}`, now);
+        if (enabled && !attempt.endpointGone && (await failedThroughWindow(tx, enabled, attempt))) {
+          await disableEndpoint(tx, emit, enabled, 'endpoint_failing', `no attempt succeeded since ${attempt.firstAttemptAt.toISOString()}`, now);
         }
       }
     });

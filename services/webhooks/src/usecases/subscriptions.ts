@@ -1,5 +1,5 @@
 import { buildEvent, newId, NotFound, parsePageRequest, PreconditionFailed, toListPage, ValidationFailed, type Db, type FieldError, type MerchantId, type Outbox } from '@merx/kit';
-import { checkEndpointUrl, type TargetPolicy } from '../delivery/addresses.js';
+import { checkEndpointUrl, type TargetPolicy } from '@merx/kit';
 import { generateWebhookSecret } from '../delivery/signing.js';
 import {
   effectiveSubscriptionChanges,
@@ -10,7 +10,7 @@ import {
   type SubscriptionStatus,
 } from '../domain/subscription.js';
 import { presentSubscription, presentSubscriptionPrevious, subscriptionEtag } from '../domain/present.js';
-import { deleteDeliveriesOfSubscription, subscriptionStats } from '../store/deliveries-store.js';
+import { deleteDeliveriesOfEndpoint, subscriptionStats } from '../store/deliveries-store.js';
 import {
   deleteSubscriptionForMerchant,
   findSubscriptionForMerchant,
@@ -127,7 +127,7 @@ export function subscriptionUseCases({ db, outbox, settings, now = () => new Dat
         const current = await findOrFail(merchantId, id, { forUpdate: true }, tx);
         checkIfMatch(ifMatch, current);
         // Its log and dead letters go with it: nothing could replay them to an endpoint that is gone.
-        await deleteDeliveriesOfSubscription(tx, merchantId, id);
+        await deleteDeliveriesOfEndpoint(tx, merchantId, id);
         await deleteSubscriptionForMerchant(tx, merchantId, id);
         emit(buildEvent('webhooks.subscription_deleted', merchantId, { object: presentSubscription(current) }));
       });

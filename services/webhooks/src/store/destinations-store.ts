@@ -1,0 +1,97 @@
+import type { MerchantId, Queryable } from '@merx/kit';
+import type { DestinationEndpoint } from '../domain/destination.js';
+import type { DeliveryFormat, DisabledReason, EndpointStatus } from '../domain/endpoint.js';
+import { ENDPOINTS } from './endpoints-store.js';
+
+/** Destinations are the endpoints of kind `destination`, kept as the merchants service syncs them. */
+const DESTINATION = `kind = 'destination'`;
+const DESTINATION_COLUMNS =
+  'merchant_id, id, format, url, status, disabled_reason, secret, previous_secret, previous_secret_expires_at, secret_rotated_at, enabled_at, version, created_at, updated_at';
+
+interface DestinationRow {
+  merchant_id: string;
+  id: string;
+  format: DeliveryFormat;
+  url: string;
+  status: EndpointStatus;
+  disabled_reason: DisabledReason | null;
+  secret: string;
+  previous_secret: string | null;
+  previous_secret_expires_at: Date | null;
+  secret_rotated_at: Date | null;
+  enabled_at: Date;
+  version: number;
+  created_at: Date;
+  updated_at: Date;
+}
+
+function toDestination(row: DestinationRow): DestinationEndpoint {
+  return {
+    id: row.id,
+    merchantId: row.merchant_id,
+    format: row.format,
+    url: row.url,
+    status: row.status,
+    disabledReason: row.disabled_reason,
+    secret: row.secret,
+    previousSecret: row.previous_secret,
+    previousSecretExpiresAt: row.previous_secret_expires_at,
+    secretRotatedAt: row.secret_rotated_at,
+    enabledAt: row.enabled_at,
+    version: Number(row.version),
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+export async function findDestinationForMerchant(db: Queryable, merchantId: MerchantId, id: string): Promise<DestinationEndpoint | undefined> {
+  const { rows } = await db.query<DestinationRow>(`SELECT ${DESTINATION_COLUMNS} FROM ${ENDPOINTS} WHERE merchant_id = $1 AND id = $2 AND ${DESTINATION}`, [merchantId, id]);
+  return rows[0] ? toDestination(rows[0]) : undefined;
+}
+
+/** Writes the destination as the domain decided it (`destinationAfterSync`), creating it if new. Tenant-scoped. */
+export async function saveDestinationForMerchant(tx: Queryable, merchantId: MerchantId, destination: DestinationEndpoint): Promise<void> {
+  await tx.query(
+    `INSERT INTO ${ENDPOINTS} (merchant_id, id, kind, format, url, status, disabled_reason, secret, previous_secret, previous_secret_expires_at,
+                               secret_rotated_at, enabled_at, version, created_at, updated_at)
+     VALUES ($1, $2, 'destination', $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+     ON CONFLICT (merchant_id, id) DO UPDATE SET format = EXCLUDED.format, url = EXCLUDED.url, status = EXCLUDED.status,
+       disabled_reason = EXCLUDED.disabled_reason, secret = EXCLUDED.secret, previous_secret = EXCLUDED.previous_secret,
+       previous_secret_expires_at = EXCLUDED.previous_secret_expires_at, secret_rotated_at = EXCLUDED.secret_rotated_at,
+       enabled_at = EXCLUDED.enabled_at, version = EXCLUDED.version, updated_at = EXCLUDED.updated_at
+     WHERE ${ENDPOINTS}.${DESTINATION}`,
+    [
+      merchantId,
+      destination.id,
+      destination.format,
+      destination.url,
+      destination.status,
+      destination.disabledReason,
+      destination.secret,
+      destination.previousSecret,
+      destination.previousSecretExpiresAt,
+      destination.secretRotatedAt,
+      destination.enabledAt,
+      destination.version,
+      destination.createdAt,
+      destination.updatedAt,
+    ],
+  );
+}
+
+/**
+ * The engine switching a destination off (410 Gone, failing through a window). Its version stays
+ * the merchants service's: that service records the change and syncs it back with a new one.
+ */
+export async function disableDestinationForMerchant(tx: Queryable, merchantId: MerchantId, id: string, reason: DisabledReason, now: Date): Promise<void> {
+  await tx.query(`UPDATE ${ENDPOINTS} SET status = 'disabled', disabled_reason = $3, updated_at = $4 WHERE merchant_id = $1 AND id = $2 AND ${DESTINATION}`, [
+    merchantId,
+    id,
+    reason,
+    now,
+  ]);
+}
+
+export async function deleteDestinationForMerchant(tx: Queryable, merchantId: MerchantId, id: string): Promise<void> {
+  await tx.query(`DELETE FROM ${ENDPOINTS} WHERE merchant_id = $1 AND id = $2 AND ${DESTINATION}`, [merchantId, id]);
+}

@@ -1,0 +1,115 @@
+import type { MerchantId, Queryable } from '@merx/kit';
+import type { DisabledReason, EndpointKey, EndpointKind, EndpointState, EndpointStatus } from '../domain/endpoint.js';
+import { WEBHOOKS_SCHEMA } from './migrations.js';
+
+/** Subscriptions and destinations alike: what the engine schedules, claims and switches off. */
+export const ENDPOINTS = `${WEBHOOKS_SCHEMA}.endpoints`;
+const DELIVERIES = `${WEBHOOKS_SCHEMA}.deliveries`;
+
+/** The rows of the work queue: not finished and not claimed by a worker. */
+export const waiting = (alias: string) => `${alias}.status IN ('pending', 'failing') AND ${alias}.claimed_by IS NULL`;
+
+interface EndpointStateRow {
+  merchant_id: string;
+  id: string;
+  kind: EndpointKind;
+  url: string;
+  status: EndpointStatus;
+  disabled_reason: DisabledReason | null;
+  enabled_at: Date;
+}
+
+/** Any endpoint of the merchant, of either kind, as the engine sees it. Tenant-scoped. */
+export async function findEndpointForMerchant(db: Queryable, merchantId: MerchantId, id: string): Promise<EndpointState | undefined> {
+  const { rows } = await db.query<EndpointStateRow>(
+    `SELECT merchant_id, id, kind, url, status, disabled_reason, enabled_at FROM ${ENDPOINTS} WHERE merchant_id = $1 AND id = $2`,
+    [merchantId, id],
+  );
+  const row = rows[0];
+  return row && { merchantId: row.merchant_id, id: row.id, kind: row.kind, url: row.url, status: row.status, disabledReason: row.disabled_reason, enabledAt: row.enabled_at };
+}
+
+/**
+ * Locks these endpoints' rows in primary-key order. Every transaction that updates several
+ * endpoints (fan-out, recording attempts, releasing dead workers' claims) takes its locks
+ * through here first, so two of them never wait on each other in opposite orders (a deadlock).
+ */
+export async function lockEndpointsInKeyOrder(tx: Queryable, keys: EndpointKey[]): Promise<void> {
+  if (keys.length === 0) return;
+  await tx.query(
+    `SELECT 1 FROM ${ENDPOINTS} WHERE (merchant_id, id) IN (SELECT * FROM unnest($1::text[], $2::text[]))
+     ORDER BY merchant_id, id FOR NO KEY UPDATE`,
+    [keys.map((k) => k.merchantId), keys.map((k) => k.endpointId)],
+  );
+}
+
+const byKey = (a: EndpointKey, b: EndpointKey) => (a.merchantId < b.merchantId ? -1 : a.merchantId > b.merchantId ? 1 : a.endpointId < b.endpointId ? -1 : a.endpointId > b.endpointId ? 1 : 0);
+
+/**
+ * The locks of a fan-out batch that changes destinations or resets merchants, taken in one step
+ * before any write, in key order like every other transaction's:
+ * - a transaction-scoped advisory lock per destination it touches, whether or not its row exists
+ *   yet. A routed record may arrive before its destination: the batch creating the endpoint and
+ *   a concurrent one adding a delivery for it must not miss each other's rows, and a row that
+ *   does not exist cannot be locked;
+ * - the rows of those destinations, of the endpoints its events are fanned out to, and every
+ *   endpoint of the merchants it resets.
+ * Only fan-out takes these advisory locks, always before its row locks, so they add no cycle.
+ */
+export async function lockEndpointsOfBatch(tx: Queryable, batch: { destinations: EndpointKey[]; endpoints: EndpointKey[]; wholeMerchants: string[] }): Promise<void> {
+  const destinations = uniqueKeys(batch.destinations);
+  if (destinations.length > 0) {
+    // unnest hands the keys over in array order, which is key order.
+    await tx.query(`SELECT pg_advisory_xact_lock(hashtextextended(m || '/' || e, 0)) FROM unnest($1::text[], $2::text[]) AS k(m, e)`, [
+      destinations.map((k) => k.merchantId),
+      destinations.map((k) => k.endpointId),
+    ]);
+  }
+  const keys = uniqueKeys([...destinations, ...batch.endpoints]);
+  if (batch.wholeMerchants.length === 0) return lockEndpointsInKeyOrder(tx, keys);
+  // Resets are rare: one statement over both sets keeps the whole batch in one key order.
+  await tx.query(
+    `SELECT 1 FROM ${ENDPOINTS}
+     WHERE (merchant_id, id) IN (SELECT * FROM unnest($1::text[], $2::text[])) OR merchant_id = ANY($3::text[])
+     ORDER BY merchant_id, id FOR NO KEY UPDATE`,
+    [keys.map((k) => k.merchantId), keys.map((k) => k.endpointId), batch.wholeMerchants],
+  );
+}
+
+function uniqueKeys(keys: EndpointKey[]): EndpointKey[] {
+  const seen = new Map(keys.map((key) => [`${key.merchantId}/${key.endpointId}`, key]));
+  return [...seen.values()].sort(byKey);
+}
+
+/**
+ * `due_at` is a lower bound of the earliest waiting delivery: only ever pulled forward here. The
+ * rows are locked in key order first (fan-out and attempt recording both come here with many
+ * endpoints at once). The update is unconditional on purpose: a claim recomputing `due_at` at the
+ * same moment cannot see this transaction's deliveries, so this one must wait for its lock and
+ * apply after it, never skip a row whose `due_at` merely looks early enough. A delivery for a
+ * destination not synced yet finds no row here; the sync schedules it (`scheduleWaitingDeliveries`).
+ */
+export async function markEndpointsDue(tx: Queryable, due: (EndpointKey & { at: Date })[]): Promise<void> {
+  if (due.length === 0) return;
+  await lockEndpointsInKeyOrder(tx, due);
+  await tx.query(
+    `UPDATE ${ENDPOINTS} s SET due_at = LEAST(s.due_at, d.at)
+     FROM (SELECT m, e, min(at) AS at FROM unnest($1::text[], $2::text[], $3::timestamptz[]) AS u(m, e, at) GROUP BY m, e) d
+     WHERE s.merchant_id = d.m AND s.id = d.e`,
+    [due.map((d) => d.merchantId), due.map((d) => d.endpointId), due.map((d) => d.at.toISOString())],
+  );
+}
+
+/**
+ * Sets an endpoint's `due_at` to its earliest waiting delivery, exactly: for an endpoint that
+ * has just appeared (its deliveries may have been waiting for it) or become sendable again.
+ * The caller holds the endpoint's lock, so no claim recomputes it meanwhile. Tenant-scoped.
+ */
+export async function scheduleWaitingDeliveries(tx: Queryable, merchantId: MerchantId, endpointId: string): Promise<boolean> {
+  const { rows } = await tx.query<{ due_at: Date | null }>(
+    `UPDATE ${ENDPOINTS} s SET due_at = (SELECT min(d.next_attempt_at) FROM ${DELIVERIES} d WHERE d.merchant_id = s.merchant_id AND d.endpoint_id = s.id AND ${waiting('d')})
+     WHERE s.merchant_id = $1 AND s.id = $2 RETURNING s.due_at`,
+    [merchantId, endpointId],
+  );
+  return rows[0]?.due_at != null;
+}

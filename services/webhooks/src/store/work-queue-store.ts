@@ -1,0 +1,305 @@
+import type { Queryable } from '@merx/kit';
+import type { Attempt, DeliveryStatus } from '../domain/delivery.js';
+import type { DeliveryFormat, EndpointKind } from '../domain/endpoint.js';
+import { ENDPOINTS, markEndpointsDue, waiting } from './endpoints-store.js';
+import { WEBHOOKS_SCHEMA } from './migrations.js';
+
+/**
+ * The delivery engine's side of the deliveries: claiming due work fairly, recording attempts,
+ * and the worker heartbeats that let the living take over a dead worker's claims.
+ */
+const DELIVERIES = `${WEBHOOKS_SCHEMA}.deliveries`;
+const ATTEMPTS = `${WEBHOOKS_SCHEMA}.attempts`;
+
+/** A claimed delivery with what sending it needs. */
+export interface ClaimedDelivery {
+  merchantId: string;
+  id: string;
+  eventId: string;
+  topic: string;
+  endpointKind: EndpointKind;
+  endpointId: string;
+  attemptCount: number;
+  firstAttemptAt: Date | null;
+  claimedAt: Date;
+  payloadText: string;
+  format: DeliveryFormat;
+  url: string;
+  secret: string;
+  previousSecret: string | null;
+  previousSecretExpiresAt: Date | null;
+}
+
+interface ClaimRow {
+  merchant_id: string;
+  id: string;
+  event_id: string;
+  topic: string;
+  endpoint_kind: EndpointKind;
+  endpoint_id: string;
+  attempt_count: number;
+  first_attempt_at: Date | null;
+  claimed_at: Date;
+  payload: string;
+  format: DeliveryFormat;
+  url: string;
+  secret: string;
+  previous_secret: string | null;
+  previous_secret_expires_at: Date | null;
+}
+
+export interface ClaimLimits {
+  /** How many deliveries this worker can take now. */
+  budget: number;
+  /** Attempts in flight to one endpoint at once, across all workers. */
+  maxInFlightPerEndpoint: number;
+  /** How many endpoints one claim looks at. */
+  endpointsPerClaim?: number;
+}
+
+/**
+ * Takes due deliveries for one worker, fairly. Endpoints with due work are visited round robin
+ * (least recently served first), and each merchant's first endpoint comes before anyone's
+ * second, so a merchant with a million deliveries or many endpoints cannot crowd out the rest.
+ * The endpoints are locked (SKIP LOCKED) for the claim, so workers never take from the same one
+ * at once and the in-flight cap holds across replicas. Must run in a transaction.
+ */
+export async function claimDueDeliveries(tx: Queryable, workerId: string, limits: ClaimLimits, now: Date): Promise<ClaimedDelivery[]> {
+  const endpointsPerClaim = limits.endpointsPerClaim ?? 64;
+  // One statement picks the endpoints in fairness order and locks those no other worker holds.
+  const { rows: locked } = await tx.query<{ merchant_id: string; id: string; turn: number; last_served_at: Date | null; in_flight: number }>(
+    `WITH ranked AS (
+       SELECT merchant_id, id, last_served_at,
+              row_number() OVER (PARTITION BY merchant_id ORDER BY last_served_at NULLS FIRST) AS turn
+       FROM ${ENDPOINTS} WHERE status = 'enabled' AND due_at <= $1
+       ORDER BY turn, last_served_at NULLS FIRST LIMIT $2
+     )
+     SELECT s.merchant_id, s.id, ranked.turn::int AS turn, ranked.last_served_at,
+            (SELECT count(*)::int FROM ${DELIVERIES} d WHERE d.merchant_id = s.merchant_id AND d.endpoint_id = s.id AND d.claimed_by IS NOT NULL) AS in_flight
+     FROM ${ENDPOINTS} s JOIN ranked ON ranked.merchant_id = s.merchant_id AND ranked.id = s.id
+     WHERE s.status = 'enabled'
+     FOR UPDATE OF s SKIP LOCKED`,
+    [now, endpointsPerClaim],
+  );
+  if (locked.length === 0) return [];
+  // Share the budget one delivery at a time across endpoints in fairness order.
+  locked.sort((a, b) => a.turn - b.turn || (a.last_served_at?.getTime() ?? -Infinity) - (b.last_served_at?.getTime() ?? -Infinity));
+  const room = locked.map((endpoint) => Math.max(0, limits.maxInFlightPerEndpoint - Number(endpoint.in_flight)));
+  const take = locked.map(() => 0);
+  let budget = limits.budget;
+  for (let progressed = true; budget > 0 && progressed; ) {
+    progressed = false;
+    for (let i = 0; i < locked.length && budget > 0; i++) {
+      if (take[i]! < room[i]!) {
+        take[i]! += 1;
+        budget -= 1;
+        progressed = true;
+      }
+    }
+  }
+  // The second statement claims, sends every endpoint looked at to the back of the round and
+  // recomputes its due_at from what still waits (NULL when nothing does, which also repairs an
+  // over-eager lower bound). All parts see the same snapshot, so the rows being claimed are
+  // left out of that minimum by name.
+  const { rows } = await tx.query<ClaimRow>(
+    `WITH endpoints AS (
+       SELECT * FROM unnest($1::text[], $2::text[], $3::int[]) AS e(merchant_id, endpoint_id, take)
+     ),
+     picked AS (
+       SELECT w.merchant_id, w.id FROM endpoints e
+       CROSS JOIN LATERAL (
+         SELECT d.merchant_id, d.id FROM ${DELIVERIES} d
+         WHERE d.merchant_id = e.merchant_id AND d.endpoint_id = e.endpoint_id AND ${waiting('d')} AND d.next_attempt_at <= $5
+         ORDER BY d.next_attempt_at LIMIT e.take
+       ) w
+       WHERE e.take > 0
+     ),
+     claimed AS (
+       UPDATE ${DELIVERIES} d SET claimed_by = $4, claimed_at = $5
+       FROM picked WHERE d.merchant_id = picked.merchant_id AND d.id = picked.id
+       RETURNING d.merchant_id, d.id, d.event_id, d.topic, d.endpoint_kind, d.endpoint_id, d.payload, d.attempt_count, d.first_attempt_at, d.claimed_at
+     ),
+     served AS (
+       UPDATE ${ENDPOINTS} s SET last_served_at = $5,
+         due_at = (SELECT d.next_attempt_at FROM ${DELIVERIES} d
+                   WHERE d.merchant_id = s.merchant_id AND d.endpoint_id = s.id AND ${waiting('d')}
+                     AND NOT EXISTS (SELECT 1 FROM picked p WHERE p.merchant_id = d.merchant_id AND p.id = d.id)
+                   ORDER BY d.next_attempt_at LIMIT 1)
+       FROM endpoints e WHERE s.merchant_id = e.merchant_id AND s.id = e.endpoint_id
+     )
+     -- LATERAL lookups by the whole primary key, so the plan never depends on how big the
+     -- tables were when statistics were last taken (a plan made on empty tables joined events on
+     -- merchant_id alone and filtered a merchant's whole history per delivery). A routed record's
+     -- delivery carries its own payload and has no event to look up.
+     SELECT c.merchant_id, c.id, c.event_id, c.topic, c.endpoint_kind, c.endpoint_id, c.attempt_count, c.first_attempt_at, c.claimed_at,
+            COALESCE(c.payload, ev.payload) AS payload, s.format, s.url, s.secret, s.previous_secret, s.previous_secret_expires_at
+     FROM claimed c
+     LEFT JOIN LATERAL (SELECT payload FROM ${WEBHOOKS_SCHEMA}.events e WHERE c.payload IS NULL AND e.merchant_id = c.merchant_id AND e.id = c.event_id) ev ON true
+     CROSS JOIN LATERAL (SELECT format, url, secret, previous_secret, previous_secret_expires_at FROM ${ENDPOINTS} x WHERE x.merchant_id = c.merchant_id AND x.id = c.endpoint_id) s`,
+    [locked.map((e) => e.merchant_id), locked.map((e) => e.id), take, workerId, now],
+  );
+  return rows.map((row) => ({
+    merchantId: row.merchant_id,
+    id: row.id,
+    eventId: row.event_id,
+    topic: row.topic,
+    endpointKind: row.endpoint_kind,
+    endpointId: row.endpoint_id,
+    attemptCount: Number(row.attempt_count),
+    firstAttemptAt: row.first_attempt_at,
+    claimedAt: row.claimed_at,
+    payloadText: row.payload,
+    format: row.format,
+    url: row.url,
+    secret: row.secret,
+    previousSecret: row.previous_secret,
+    previousSecretExpiresAt: row.previous_secret_expires_at,
+  }));
+}
+
+/** What one finished attempt changes: the attempt itself and where its delivery stands afterwards. */
+export interface AttemptResult extends Attempt {
+  status: DeliveryStatus;
+  nextAttemptAt: Date | null;
+  firstAttemptAt: Date;
+}
+
+/**
+ * Records a batch of finished attempts and releases their claims, in one statement whatever the
+ * batch size. Only deliveries still claimed by the recording worker change: a worker presumed
+ * dead whose claims were handed on (its attempt logged as `interrupted`) cannot overwrite what
+ * the next worker does. Answers the ids of the deliveries it recorded. Scheduling the retries on
+ * their endpoints is the caller's (`markEndpointsDue`), so it can lock every endpoint it touches
+ * in one ordered step.
+ */
+export async function recordAttempts(tx: Queryable, workerId: string, results: AttemptResult[], now: Date): Promise<Set<string>> {
+  if (results.length === 0) return new Set();
+  const column = <T>(pick: (r: AttemptResult) => T) => results.map(pick);
+  const { rows } = await tx.query<{ delivery_id: string }>(
+    `WITH u AS (
+       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::timestamptz[], $6::timestamptz[], $7::int[], $8::text[],
+                            $9::text[], $10::timestamptz[], $11::int[], $12::text[], $13::text[])
+         AS u(merchant_id, id, status, number, next_attempt_at, first_attempt_at, status_code, error,
+              endpoint_id, started_at, duration_ms, error_message, response_excerpt)
+     ),
+     updated AS (
+       UPDATE ${DELIVERIES} d SET status = u.status, attempt_count = GREATEST(d.attempt_count, u.number), next_attempt_at = u.next_attempt_at,
+         first_attempt_at = COALESCE(d.first_attempt_at, u.first_attempt_at), last_status_code = u.status_code, last_error = u.error,
+         claimed_by = NULL, claimed_at = NULL, updated_at = $15,
+         completed_at = CASE WHEN u.status IN ('succeeded', 'dead') THEN $15::timestamptz END
+       FROM u WHERE d.merchant_id = u.merchant_id AND d.id = u.id AND d.claimed_by = $14
+       RETURNING d.merchant_id, d.id
+     )
+     INSERT INTO ${ATTEMPTS} (merchant_id, delivery_id, number, endpoint_id, started_at, status_code, duration_ms, error, error_message, response_excerpt)
+     SELECT u.merchant_id, u.id, u.number, u.endpoint_id, u.started_at, u.status_code, u.duration_ms, u.error, u.error_message, u.response_excerpt
+     FROM u JOIN updated ON updated.merchant_id = u.merchant_id AND updated.id = u.id
+     ON CONFLICT DO NOTHING
+     RETURNING delivery_id`,
+    [
+      column((r) => r.merchantId),
+      column((r) => r.deliveryId),
+      column((r) => r.status),
+      column((r) => r.number),
+      column((r) => r.nextAttemptAt?.toISOString() ?? null),
+      column((r) => r.firstAttemptAt.toISOString()),
+      column((r) => r.statusCode),
+      column((r) => r.error),
+      column((r) => r.endpointId),
+      column((r) => r.startedAt.toISOString()),
+      column((r) => r.durationMs),
+      column((r) => r.errorMessage),
+      column((r) => r.responseExcerpt),
+      workerId,
+      now,
+    ],
+  );
+  return new Set(rows.map((row) => row.delivery_id));
+}
+
+/**
+ * Whether an endpoint has had no successful attempt since `since`: asked only when a delivery
+ * dies, to tell a failing endpoint from a failing delivery. Stops at the first success found.
+ */
+export async function noSuccessSince(db: Queryable, merchantId: string, endpointId: string, since: Date): Promise<boolean> {
+  const { rows } = await db.query<{ succeeded: boolean }>(
+    `SELECT EXISTS (SELECT 1 FROM ${ATTEMPTS} WHERE merchant_id = $1 AND endpoint_id = $2 AND started_at >= $3 AND error IS NULL) AS succeeded`,
+    [merchantId, endpointId, since],
+  );
+  return !rows[0]!.succeeded;
+}
+
+/** Heartbeat of a live worker; a worker that stops beating loses its claims. */
+export async function beatWorker(db: Queryable, workerId: string, now: Date): Promise<void> {
+  await db.query(
+    `INSERT INTO ${WEBHOOKS_SCHEMA}.workers (id, heartbeat_at) VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET heartbeat_at = EXCLUDED.heartbeat_at`,
+    [workerId, now],
+  );
+}
+
+export async function retireWorker(db: Queryable, workerId: string): Promise<void> {
+  await db.query(`DELETE FROM ${WEBHOOKS_SCHEMA}.workers WHERE id = $1`, [workerId]);
+}
+
+export interface InterruptedClaim {
+  merchantId: string;
+  deliveryId: string;
+  endpointId: string;
+  topic: string;
+  eventId: string;
+  number: number;
+  claimedAt: Date;
+  firstAttemptAt: Date | null;
+}
+
+/**
+ * Claims of workers that stopped beating (killed, partitioned) go back to the queue, due now.
+ * The attempt they may have been making is recorded as `interrupted`: it may or may not have
+ * reached the endpoint, and the retry carries the same webhook-id so the receiver can tell.
+ */
+export async function releaseClaimsOfDeadWorkers(tx: Queryable, staleBefore: Date, now: Date): Promise<InterruptedClaim[]> {
+  await tx.query(`DELETE FROM ${WEBHOOKS_SCHEMA}.workers WHERE heartbeat_at < $1`, [staleBefore]);
+  const { rows } = await tx.query<{ merchant_id: string; id: string; endpoint_id: string; topic: string; event_id: string; attempt_count: number; claimed_at: Date; first_attempt_at: Date | null }>(
+    `WITH orphaned AS (
+       SELECT merchant_id, id FROM ${DELIVERIES}
+       WHERE claimed_by IS NOT NULL AND claimed_by NOT IN (SELECT id FROM ${WEBHOOKS_SCHEMA}.workers)
+       FOR UPDATE SKIP LOCKED
+     ),
+     previous AS (
+       SELECT d.merchant_id, d.id, d.claimed_at FROM ${DELIVERIES} d JOIN orphaned o USING (merchant_id, id)
+     )
+     UPDATE ${DELIVERIES} d SET claimed_by = NULL, claimed_at = NULL, attempt_count = d.attempt_count + 1,
+       first_attempt_at = COALESCE(d.first_attempt_at, previous.claimed_at), status = 'failing',
+       last_error = 'interrupted', last_status_code = NULL, next_attempt_at = $1, updated_at = $1
+     FROM previous WHERE d.merchant_id = previous.merchant_id AND d.id = previous.id
+     RETURNING d.merchant_id, d.id, d.endpoint_id, d.topic, d.event_id, d.attempt_count, previous.claimed_at, d.first_attempt_at`,
+    [now],
+  );
+  if (rows.length === 0) return [];
+  const interrupted = rows.map((row) => ({
+    merchantId: row.merchant_id,
+    deliveryId: row.id,
+    endpointId: row.endpoint_id,
+    topic: row.topic,
+    eventId: row.event_id,
+    number: Number(row.attempt_count),
+    claimedAt: row.claimed_at,
+    firstAttemptAt: row.first_attempt_at,
+  }));
+  await tx.query(
+    `INSERT INTO ${ATTEMPTS} (merchant_id, delivery_id, number, endpoint_id, started_at, status_code, duration_ms, error, error_message)
+     SELECT m, d, n, s, st, NULL, GREATEST(0, (EXTRACT(EPOCH FROM ($6::timestamptz - st)) * 1000)::int), 'interrupted',
+            'the worker making this attempt stopped before it finished (crash or restart); it may have reached the endpoint'
+     FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::timestamptz[]) AS u(m, d, n, s, st)
+     ON CONFLICT DO NOTHING`,
+    [
+      interrupted.map((i) => i.merchantId),
+      interrupted.map((i) => i.deliveryId),
+      interrupted.map((i) => i.number),
+      interrupted.map((i) => i.endpointId),
+      interrupted.map((i) => i.claimedAt.toISOString()),
+      now,
+    ],
+  );
+  await markEndpointsDue(tx, interrupted.map((i) => ({ merchantId: i.merchantId, endpointId: i.endpointId, at: now })));
+  return interrupted;
+}

@@ -1,0 +1,51 @@
+import { newId, type MerchantId, type Queryable } from '@merx/kit';
+import { becameSendable, destinationAfterSync, type DestinationRemoval, type DestinationSync, type RoutedRecord } from '../domain/destination.js';
+import { deleteDeliveriesOfEndpoint, type NewDelivery } from '../store/deliveries-store.js';
+import { deleteDestinationForMerchant, findDestinationForMerchant, saveDestinationForMerchant } from '../store/destinations-store.js';
+import { scheduleWaitingDeliveries } from '../store/endpoints-store.js';
+
+/**
+ * The merchants service owns destinations; this service keeps each as an endpoint of the
+ * delivery engine, from the internal messages that service sends. These run inside fan-out's
+ * batch transaction, with the endpoint already locked (`lockEndpointsOfBatch`).
+ */
+
+/**
+ * Applies `internal.destination_synced`. Answers whether deliveries became due: a destination
+ * that appears or becomes active again may have deliveries waiting for it (routed before its
+ * first sync arrived, or while it was paused).
+ */
+export async function syncDestination(tx: Queryable, merchantId: MerchantId, sync: DestinationSync, secretOverlapMs: number, now: Date): Promise<boolean> {
+  const current = await findDestinationForMerchant(tx, merchantId, sync.id);
+  const next = destinationAfterSync(current, sync, merchantId, secretOverlapMs, now);
+  if (!next) return false;
+  await saveDestinationForMerchant(tx, merchantId, next);
+  return becameSendable(current, next) && (await scheduleWaitingDeliveries(tx, merchantId, sync.id));
+}
+
+/** Applies `internal.destination_removed`: the endpoint goes with its log and dead letters, as a deleted subscription's do. */
+export async function removeDestination(tx: Queryable, merchantId: MerchantId, removal: DestinationRemoval): Promise<void> {
+  await deleteDeliveriesOfEndpoint(tx, merchantId, removal.id);
+  await deleteDestinationForMerchant(tx, merchantId, removal.id);
+}
+
+/**
+ * One delivery per `internal.record_routed`, whether or not the destination is known yet or
+ * active: it waits until it may go. The routed payload is stored with the delivery (it is not an
+ * event of the events API), and the routing id makes a second copy of the message add nothing.
+ */
+export function routedRecordDelivery(merchantId: string, routing: RoutedRecord): NewDelivery {
+  return {
+    merchantId,
+    id: newId('del'),
+    eventId: routing.payload.id,
+    topic: routing.payload.topic,
+    endpointKind: 'destination',
+    endpointId: routing.destination_id,
+    payloadText: JSON.stringify(routing.payload),
+    routedId: routing.id,
+    status: 'pending',
+    lastError: null,
+    replayOf: null,
+  };
+}
