@@ -21,7 +21,10 @@ export interface Merchant {
 
 export type MerchantProfile = Pick<Merchant, 'name' | 'default_currency' | 'timezone'>;
 export const PROFILE_FIELDS = ['name', 'default_currency', 'timezone'] as const;
-const STANDING_FIELDS = ['mode', 'plan', 'status', 'id', 'object', 'version', 'created_at', 'updated_at'];
+/** The operator's fields, kept by the oauth service; this service copies them from its events. */
+export const STANDING_FIELDS = ['mode', 'plan', 'status'] as const;
+export type StandingField = (typeof STANDING_FIELDS)[number];
+const NOT_THE_MERCHANTS = [...STANDING_FIELDS, 'id', 'object', 'version', 'created_at', 'updated_at'];
 
 export function validateProfileChanges(input: unknown): Partial<MerchantProfile> {
   const body = bodyObject(input);
@@ -29,7 +32,7 @@ export function validateProfileChanges(input: unknown): Partial<MerchantProfile>
   const check = new FieldChecks();
   const changes: Partial<MerchantProfile> = {};
   for (const key of Object.keys(body)) {
-    if (STANDING_FIELDS.includes(key)) check.fail(key, 'read_only', `${key} is set by the operator and cannot be changed here`);
+    if (NOT_THE_MERCHANTS.includes(key)) check.fail(key, 'read_only', `${key} is set by the operator and cannot be changed here`);
     else if (!(PROFILE_FIELDS as readonly string[]).includes(key)) check.fail(key, 'unknown_field', `${key} is not a merchant field`);
   }
   if (body.name !== undefined) changes.name = check.text(body.name, 'name', { max: 255 });

@@ -1,10 +1,12 @@
 import { recordEventNames } from '@merx/contracts';
-import { handleEventOnce, type Bus, type Consumer, type Db, type MerxEvent } from '@merx/kit';
-import type { MerchantResource } from '../domain/merchant.js';
+import { currentContext, handleEventOnce, updateContext, type Actor, type Bus, type Consumer, type Db, type MerxEvent } from '@merx/kit';
 import { MERCHANTS_SCHEMA } from '../store/migrations.js';
 import { applyMerchantEvent } from '../usecases/merchant-profile.js';
 
 export const ACCOUNTS_CONSUMER = 'merchants.accounts';
+
+/** Who this service's events name when the message that caused them names nobody (the delivery engine's). */
+const MERCHANTS_ACTOR: Actor = { type: 'system', id: 'merchants' };
 
 export interface MerchantsEventHandlers {
   routeRecordEvent(event: MerxEvent): Promise<void>;
@@ -21,14 +23,16 @@ export interface MerchantsEventHandlers {
  */
 export async function consumeMerchantsEvents(bus: Bus, db: Db, queue: string, handlers: MerchantsEventHandlers): Promise<Consumer> {
   const byTopic = new Map<string, (event: MerxEvent) => Promise<unknown>>([
-    ['merchants.created', (event) => handleEventOnce(db, MERCHANTS_SCHEMA, ACCOUNTS_CONSUMER, event, (tx) => applyMerchantEvent(tx, event.topic, event.data.object as MerchantResource))],
-    ['merchants.updated', (event) => handleEventOnce(db, MERCHANTS_SCHEMA, ACCOUNTS_CONSUMER, event, (tx) => applyMerchantEvent(tx, event.topic, event.data.object as MerchantResource))],
+    ['merchants.created', (event) => handleEventOnce(db, MERCHANTS_SCHEMA, ACCOUNTS_CONSUMER, event, (tx) => applyMerchantEvent(tx, event))],
+    ['merchants.updated', (event) => handleEventOnce(db, MERCHANTS_SCHEMA, ACCOUNTS_CONSUMER, event, (tx) => applyMerchantEvent(tx, event))],
     ...recordEventNames.map((topic): [string, (event: MerxEvent) => Promise<void>] => [topic, handlers.routeRecordEvent]),
     ['sandbox.reset', handlers.resetMerchantData],
     ['internal.sandbox_service_reset', handlers.recordServiceReport],
     ['internal.destination_disabled', handlers.applyEngineDisable],
   ]);
   return bus.consume({ queue, bindings: [...byTopic.keys()], prefetch: 64 }, async (event) => {
+    // Events emitted in answer carry the cause's actor; an envelope's context must name one.
+    if (!currentContext()?.actor) updateContext({ actor: MERCHANTS_ACTOR });
     await byTopic.get(event.topic)?.(event);
   });
 }

@@ -1,5 +1,5 @@
 import type { MerchantId, Queryable } from '@merx/kit';
-import type { Merchant, MerchantProfile } from '../domain/merchant.js';
+import type { Merchant, MerchantProfile, StandingField } from '../domain/merchant.js';
 import { MERCHANTS_SCHEMA } from './migrations.js';
 
 const TABLE = `${MERCHANTS_SCHEMA}.merchants`;
@@ -47,14 +47,15 @@ export async function insertMerchantFromProvisioning(tx: Queryable, merchant: Me
 }
 
 /**
- * The operator's standing, from the oauth service's merchants.updated. Versions converge by
- * GREATEST (both services count them); a merchant this service has not heard of yet is created
- * from the event, which carries the whole merchant.
+ * The operator's standing, from the oauth service's merchants.updated: only the fields it
+ * changed. Versions converge by GREATEST (both services count them); a merchant this service has
+ * not heard of yet is created from the event, which carries the whole merchant.
  */
-export async function applyMerchantStanding(tx: Queryable, merchant: Merchant): Promise<void> {
+export async function applyMerchantStanding(tx: Queryable, merchant: Merchant, changed: readonly StandingField[]): Promise<void> {
+  const sets = changed.map((field) => `${field} = EXCLUDED.${field}`);
   await tx.query(
     `INSERT INTO ${TABLE} (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
-     ON CONFLICT (merchant_id) DO UPDATE SET mode = EXCLUDED.mode, plan = EXCLUDED.plan, status = EXCLUDED.status,
+     ON CONFLICT (merchant_id) DO UPDATE SET ${sets.join(', ')},
        version = GREATEST(${TABLE}.version, EXCLUDED.version), updated_at = GREATEST(${TABLE}.updated_at, EXCLUDED.updated_at)`,
     [merchant.id, merchant.name, merchant.mode, merchant.plan, merchant.default_currency, merchant.timezone, merchant.status, merchant.version, merchant.createdAt, merchant.updatedAt],
   );

@@ -1,5 +1,5 @@
-import { buildEvent, Unavailable, type Db, type MerchantId, type Outbox, type Queryable } from '@merx/kit';
-import { merchantFromEvent, presentMerchant, validateProfileChanges, type Merchant, type MerchantProfile, type MerchantResource } from '../domain/merchant.js';
+import { buildEvent, Unavailable, type Db, type MerchantId, type MerxEvent, type Outbox, type Queryable } from '@merx/kit';
+import { merchantFromEvent, presentMerchant, STANDING_FIELDS, validateProfileChanges, type Merchant, type MerchantProfile, type MerchantResource } from '../domain/merchant.js';
 import { effectiveChanges } from '../domain/resource.js';
 import { applyMerchantStanding, findMerchant, insertMerchantFromProvisioning, updateMerchantProfile } from '../store/merchants-store.js';
 import { checkIfMatch } from './config-resources.js';
@@ -39,9 +39,14 @@ export function merchantProfileUseCases({ db, outbox, now = () => new Date() }: 
   };
 }
 
-/** merchants.created and the operator's merchants.updated, applied to this service's copy. */
-export async function applyMerchantEvent(tx: Queryable, topic: string, object: MerchantResource): Promise<void> {
-  const merchant = merchantFromEvent(object);
-  if (topic === 'merchants.created') await insertMerchantFromProvisioning(tx, merchant);
-  else await applyMerchantStanding(tx, merchant);
+/**
+ * merchants.created, and the standing fields an operator's merchants.updated names in `previous`.
+ * This service hears its own profile changes too (same topic): those name no standing field and
+ * change nothing here, so an older profile event can never undo a newer plan or suspension.
+ */
+export async function applyMerchantEvent(tx: Queryable, event: MerxEvent): Promise<void> {
+  const merchant = merchantFromEvent(event.data.object as MerchantResource);
+  if (event.topic === 'merchants.created') return insertMerchantFromProvisioning(tx, merchant);
+  const changed = STANDING_FIELDS.filter((field) => field in ((event.data.previous as Record<string, unknown> | undefined) ?? {}));
+  if (changed.length > 0) await applyMerchantStanding(tx, merchant, changed);
 }
