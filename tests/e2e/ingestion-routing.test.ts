@@ -3,20 +3,9 @@ import { createHmac } from 'node:crypto';
 import { canonicalJson } from '@merx/kit';
 import { WebhookReceiver, type ReceivedWebhook } from '@merx/webhooks/testing';
 import { Webhook } from 'standardwebhooks';
-import { call, createMerchant, sharedStack, type ApiResponse, type Stack, type TestMerchant } from '../src/harness/index.js';
+import { call, createMerchant, eventually, sharedStack, type ApiResponse, type Stack, type TestMerchant } from '../src/harness/index.js';
 
 const order = (externalId: string, data: Record<string, unknown>, occurredAt = '2026-11-22T10:00:00.000Z') => ({ type: 'order', external_id: externalId, occurred_at: occurredAt, data });
-
-/** Polls `read` until `done` holds (routing and delivery run on their own time). */
-async function eventually<T>(read: () => Promise<T>, done: (value: T) => boolean, what: string, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (done(value)) return value;
-    if (Date.now() > deadline) throw new Error(`${what} did not happen within ${timeoutMs} ms; last: ${JSON.stringify(value).slice(0, 2_000)}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
 
 /** Verifies a destination request with a third party's Standard Webhooks library, as an ERP would. */
 function verified(request: ReceivedWebhook, secret: string): unknown {

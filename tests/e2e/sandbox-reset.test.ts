@@ -1,16 +1,5 @@
 import assert from 'node:assert/strict';
-import { call, createMerchant, issueToken, sharedStack, type ApiResponse, type Stack, type TestMerchant } from '../src/harness/index.js';
-
-/** Polls `read` until `done` holds (every service does its part of a reset on its own time). */
-async function eventually<T>(read: () => Promise<T>, done: (value: T) => boolean, what: string, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (done(value)) return value;
-    if (Date.now() > deadline) throw new Error(`${what} did not happen within ${timeoutMs} ms; last: ${JSON.stringify(value).slice(0, 2_000)}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
+import { call, createMerchant, eventually, issueToken, sharedStack, type ApiResponse, type Stack, type TestMerchant } from '../src/harness/index.js';
 
 describe('sandbox reset', () => {
   let stack: Stack;

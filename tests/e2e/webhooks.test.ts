@@ -10,6 +10,7 @@ import { Webhook } from 'standardwebhooks';
 import {
   call,
   createMerchant,
+  eventually,
   E2E_WEBHOOK_ENV,
   freePort,
   repoRoot,
@@ -23,17 +24,6 @@ import {
 const SUBSCRIPTIONS = '/api/v1/webhooks/subscriptions';
 const newProduct = (sku: string) => ({ sku, title: `Product ${sku}`, price: '10.00', currency: 'EUR' });
 const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
-
-/** Polls `read` until `done` holds for what it answered (the delivery engine runs on its own time). */
-async function eventually<T>(read: () => Promise<T>, done: (value: T) => boolean, what: string, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (done(value)) return value;
-    if (Date.now() > deadline) throw new Error(`${what} did not happen within ${timeoutMs} ms; last: ${JSON.stringify(value).slice(0, 2_000)}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
 
 /** What a receiver checks without any Merx code: the hex HMAC-SHA256, keyed by the secret's bytes, of the other six fields' RFC 8785 form. */
 function bodyHmacOf(canonical: string, secret: string): string {

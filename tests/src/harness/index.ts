@@ -5,3 +5,4 @@ export * from './stack.js';
 export * from './shared.js';
 export * from './tcp-proxy.js';
 export * from './browser.js';
+export * from './wait.js';
