@@ -172,9 +172,15 @@ export async function startDistributedMode(
   webhooksEnv: Record<string, string> = {},
 ): Promise<RunningMode & { catalogUrl: string; databaseUrl: string }> {
   const database = await createTestDatabase('merx_bench');
-  const [gatewayPort, oauthPort, catalogPort, auditPort, webhooksPort] = [await freePort(), await freePort(), await freePort(), await freePort(), await freePort()];
-  const auditQueue = `audit.events.${database.name}`;
-  const webhooksQueue = `webhooks.events.${database.name}`;
+  const [gatewayPort, oauthPort, catalogPort, auditPort, webhooksPort, merchantsPort] = [await freePort(), await freePort(), await freePort(), await freePort(), await freePort(), await freePort()];
+  // Durable queues of this run only, deleted when it stops.
+  const queues = {
+    audit: `audit.events.${database.name}`,
+    webhooks: `webhooks.events.${database.name}`,
+    merchants: `merchants.events.${database.name}`,
+    catalog: `catalog.events.${database.name}`,
+    oauth: `oauth.merchants.${database.name}`,
+  };
   const publicUrl = `http://localhost:${gatewayPort}`;
   const operatorToken = randomBytes(32).toString('base64url');
   const jwksUrl = `http://127.0.0.1:${oauthPort}/oauth/jwks`;
@@ -187,10 +193,11 @@ export async function startDistributedMode(
   // the services' own default pool size unless the run asks for another, to see whether the pool is the limit
   if (process.env.BENCH_DB_POOL_SIZE) common.MERX_DB_POOL_SIZE = process.env.BENCH_DB_POOL_SIZE;
   const plan: Array<[string, number, Record<string, string>]> = [
-    ['oauth', oauthPort, { ...common, MERX_OPERATOR_TOKEN: operatorToken, MERX_COOKIE_SECRET: randomBytes(32).toString('base64url') }],
-    ['catalog', catalogPort, { ...common, MERX_OAUTH_URL: `http://127.0.0.1:${oauthPort}` }],
-    ['audit', auditPort, { ...common, MERX_OAUTH_URL: `http://127.0.0.1:${oauthPort}`, MERX_AUDIT_QUEUE: auditQueue }],
-    ['webhooks', webhooksPort, { ...common, MERX_OAUTH_URL: `http://127.0.0.1:${oauthPort}`, MERX_WEBHOOKS_QUEUE: webhooksQueue, ...webhooksEnv }],
+    ['oauth', oauthPort, { ...common, MERX_OPERATOR_TOKEN: operatorToken, MERX_COOKIE_SECRET: randomBytes(32).toString('base64url'), MERX_OAUTH_QUEUE: queues.oauth }],
+    ['catalog', catalogPort, { ...common, MERX_OAUTH_URL: `http://127.0.0.1:${oauthPort}`, MERX_CATALOG_QUEUE: queues.catalog }],
+    ['audit', auditPort, { ...common, MERX_OAUTH_URL: `http://127.0.0.1:${oauthPort}`, MERX_AUDIT_QUEUE: queues.audit }],
+    ['webhooks', webhooksPort, { ...common, MERX_OAUTH_URL: `http://127.0.0.1:${oauthPort}`, MERX_WEBHOOKS_QUEUE: queues.webhooks, ...webhooksEnv }],
+    ['merchants', merchantsPort, { ...common, MERX_OAUTH_URL: `http://127.0.0.1:${oauthPort}`, MERX_MERCHANTS_QUEUE: queues.merchants }],
     [
       'gateway',
       gatewayPort,
@@ -201,6 +208,7 @@ export async function startDistributedMode(
         MERX_CATALOG_URL: `http://127.0.0.1:${catalogPort}`,
         MERX_AUDIT_URL: `http://127.0.0.1:${auditPort}`,
         MERX_WEBHOOKS_URL: `http://127.0.0.1:${webhooksPort}`,
+        MERX_MERCHANTS_URL: `http://127.0.0.1:${merchantsPort}`,
         LOG_LEVEL: 'warn',
         // The gateway follows revocations and throttle overrides on the bus.
         AMQP_URL,
@@ -211,7 +219,7 @@ export async function startDistributedMode(
   const started: ServiceProcess[] = [];
   const stop = async () => {
     await Promise.all(started.map((service) => service.stop()));
-    await deleteQueues([auditQueue, `${auditQueue}.poison`, webhooksQueue, `${webhooksQueue}.poison`]).catch(() => undefined);
+    await deleteQueues(Object.values(queues).flatMap((queue) => [queue, `${queue}.poison`])).catch(() => undefined);
     await database.drop();
   };
   try {

@@ -2,10 +2,10 @@ import { batchPerKey, newId, type Db, type Logger } from '@merx/kit';
 import { requestBody, signatureHeaders } from '../delivery/signing.js';
 import type { WebhookSender } from '../delivery/sender.js';
 import type { WebhookPayload } from '../domain/delivery.js';
-import { decideAfterAttempt } from '../domain/outcome.js';
+import { decideAfterAttempt, type SendResult } from '../domain/outcome.js';
 import type { RetryPolicy } from '../domain/retry.js';
 import { signingSecrets } from '../domain/subscription.js';
-import { beatWorker, claimDueDeliveries, releaseClaimsOfDeadWorkers, retireWorker, type ClaimedDelivery } from '../store/work-queue-store.js';
+import { beatWorker, claimDueDeliveries, endpointKey, releaseClaimsOfDeadWorkers, retireWorker, type ClaimedDelivery } from '../store/work-queue-store.js';
 import type { FinishedAttempt } from '../usecases/outcomes.js';
 import { webhookAttemptDuration, webhookAttempts, webhookInFlight } from './metrics.js';
 
@@ -41,6 +41,7 @@ export class DeliveryWorker {
   private heartbeat: NodeJS.Timeout | undefined;
   private inFlight = 0;
   private readonly sends = new Set<Promise<void>>();
+  private readonly answeredAwaitingRecord = new Map<string, number>();
   private wakeUp: (() => void) | undefined;
   private pendingWake = false;
   private readonly record: (key: string, attempt: FinishedAttempt) => Promise<void>;
@@ -113,7 +114,12 @@ export class DeliveryWorker {
       if (free > 0) {
         try {
           claimed = await this.options.db.transaction((tx) =>
-            claimDueDeliveries(tx, this.id, { budget: Math.min(free, MAX_CLAIM), maxInFlightPerEndpoint: this.options.maxInFlightPerEndpoint }, this.now()),
+            claimDueDeliveries(
+              tx,
+              this.id,
+              { budget: Math.min(free, MAX_CLAIM), maxInFlightPerEndpoint: this.options.maxInFlightPerEndpoint, answeredAwaitingRecord: this.answeredAwaitingRecord },
+              this.now(),
+            ),
           );
         } catch (error) {
           this.options.logger.warn({ err: error }, 'could not claim webhook deliveries; will retry');
@@ -155,6 +161,20 @@ export class DeliveryWorker {
     });
     const result = await this.options.sender.send({ url: delivery.url, headers: { ...headers }, body });
     const finishedAt = this.now();
+    // Answered: the endpoint has a free slot now, though the claim lasts until the outcome is written.
+    const key = endpointKey(delivery.merchantId, delivery.endpointId);
+    this.answeredAwaitingRecord.set(key, (this.answeredAwaitingRecord.get(key) ?? 0) + 1);
+    this.wake();
+    try {
+      await this.recordOutcome(delivery, result, startedAt, finishedAt);
+    } finally {
+      const left = this.answeredAwaitingRecord.get(key)! - 1;
+      if (left > 0) this.answeredAwaitingRecord.set(key, left);
+      else this.answeredAwaitingRecord.delete(key);
+    }
+  }
+
+  private async recordOutcome(delivery: ClaimedDelivery, result: SendResult, startedAt: Date, finishedAt: Date): Promise<void> {
     const decision = decideAfterAttempt(delivery, result, startedAt, finishedAt, this.options.retryPolicy);
     webhookAttemptDuration.observe(result.durationMs / 1000);
     webhookAttempts.inc({ outcome: decision.status === 'succeeded' ? 'succeeded' : decision.status === 'dead' ? 'dead' : 'failed', error: result.error ?? 'none' });

@@ -55,7 +55,16 @@ export interface ClaimLimits {
   maxInFlightPerEndpoint: number;
   /** How many endpoints one claim looks at. */
   endpointsPerClaim?: number;
+  /**
+   * Per endpoint (`merchantId/endpointId`), this worker's claims whose request has already been
+   * answered and whose outcome waits to be written: still claimed in the table, no longer on the
+   * wire, so they do not count against the cap.
+   */
+  answeredAwaitingRecord?: ReadonlyMap<string, number>;
 }
+
+/** The key of an endpoint in `answeredAwaitingRecord`. */
+export const endpointKey = (merchantId: string, endpointId: string) => `${merchantId}/${endpointId}`;
 
 /**
  * Takes due deliveries for one worker, fairly. Endpoints with due work are visited round robin
@@ -84,7 +93,8 @@ export async function claimDueDeliveries(tx: Queryable, workerId: string, limits
   if (locked.length === 0) return [];
   // Share the budget one delivery at a time across endpoints in fairness order.
   locked.sort((a, b) => a.turn - b.turn || (a.last_served_at?.getTime() ?? -Infinity) - (b.last_served_at?.getTime() ?? -Infinity));
-  const room = locked.map((endpoint) => Math.max(0, limits.maxInFlightPerEndpoint - Number(endpoint.in_flight)));
+  const onTheWire = (endpoint: (typeof locked)[number]) => Number(endpoint.in_flight) - (limits.answeredAwaitingRecord?.get(endpointKey(endpoint.merchant_id, endpoint.id)) ?? 0);
+  const room = locked.map((endpoint) => Math.max(0, limits.maxInFlightPerEndpoint - onTheWire(endpoint)));
   const take = locked.map(() => 0);
   let budget = limits.budget;
   for (let progressed = true; budget > 0 && progressed; ) {
