@@ -111,16 +111,17 @@ export class DeliveryWorker {
       this.pendingWake = false;
       const free = this.options.concurrency - this.inFlight;
       let claimed: ClaimedDelivery[] = [];
+      let moreMayBeDue = false;
       if (free > 0) {
         try {
-          claimed = await this.options.db.transaction((tx) =>
+          ({ deliveries: claimed, moreMayBeDue } = await this.options.db.transaction((tx) =>
             claimDueDeliveries(
               tx,
               this.id,
               { budget: Math.min(free, MAX_CLAIM), maxInFlightPerEndpoint: this.options.maxInFlightPerEndpoint, answeredAwaitingRecord: this.answeredAwaitingRecord },
               this.now(),
             ),
-          );
+          ));
         } catch (error) {
           this.options.logger.warn({ err: error }, 'could not claim webhook deliveries; will retry');
           await this.sleep(pollIntervalMs);
@@ -129,8 +130,10 @@ export class DeliveryWorker {
         for (const delivery of claimed) this.startSending(delivery);
       }
       if (!this.running) break;
-      // More may be due at once; otherwise wait for a wake (new work, a freed slot) or the poll.
-      if (claimed.length > 0 && claimed.length < free) continue;
+      // Claim again at once only if that could find more; when every endpoint with due work is
+      // at its cap, wait for a wake (an answered request, new work) or the poll instead of
+      // spending a transaction to learn nothing.
+      if (moreMayBeDue && claimed.length < free) continue;
       if (!this.pendingWake) await this.sleep(pollIntervalMs);
     }
   }

@@ -73,7 +73,17 @@ export const endpointKey = (merchantId: string, endpointId: string) => `${mercha
  * The endpoints are locked (SKIP LOCKED) for the claim, so workers never take from the same one
  * at once and the in-flight cap holds across replicas. Must run in a transaction.
  */
-export async function claimDueDeliveries(tx: Queryable, workerId: string, limits: ClaimLimits, now: Date): Promise<ClaimedDelivery[]> {
+export interface ClaimResult {
+  deliveries: ClaimedDelivery[];
+  /**
+   * Whether claiming again at once could find more: the budget ran out, or more endpoints were
+   * due than one claim looks at. Otherwise every endpoint with due work is at its cap, and the
+   * next claim should wait until a request is answered.
+   */
+  moreMayBeDue: boolean;
+}
+
+export async function claimDueDeliveries(tx: Queryable, workerId: string, limits: ClaimLimits, now: Date): Promise<ClaimResult> {
   const endpointsPerClaim = limits.endpointsPerClaim ?? 64;
   // One statement picks the endpoints in fairness order and locks those no other worker holds.
   const { rows: locked } = await tx.query<{ merchant_id: string; id: string; turn: number; last_served_at: Date | null; in_flight: number }>(
@@ -90,7 +100,7 @@ export async function claimDueDeliveries(tx: Queryable, workerId: string, limits
      FOR UPDATE OF s SKIP LOCKED`,
     [now, endpointsPerClaim],
   );
-  if (locked.length === 0) return [];
+  if (locked.length === 0) return { deliveries: [], moreMayBeDue: false };
   // Share the budget one delivery at a time across endpoints in fairness order.
   locked.sort((a, b) => a.turn - b.turn || (a.last_served_at?.getTime() ?? -Infinity) - (b.last_served_at?.getTime() ?? -Infinity));
   const onTheWire = (endpoint: (typeof locked)[number]) => Number(endpoint.in_flight) - (limits.answeredAwaitingRecord?.get(endpointKey(endpoint.merchant_id, endpoint.id)) ?? 0);
@@ -107,6 +117,9 @@ export async function claimDueDeliveries(tx: Queryable, workerId: string, limits
       }
     }
   }
+  const moreMayBeDue = budget === 0 || locked.length === endpointsPerClaim;
+  // Every endpoint looked at is at its cap: nothing to claim, nothing to write.
+  if (take.every((count) => count === 0)) return { deliveries: [], moreMayBeDue };
   // The second statement claims, sends every endpoint looked at to the back of the round and
   // recomputes its due_at from what still waits (NULL when nothing does, which also repairs an
   // over-eager lower bound). All parts see the same snapshot, so the rows being claimed are
@@ -148,7 +161,7 @@ export async function claimDueDeliveries(tx: Queryable, workerId: string, limits
      CROSS JOIN LATERAL (SELECT format, url, secret, previous_secret, previous_secret_expires_at FROM ${ENDPOINTS} x WHERE x.merchant_id = c.merchant_id AND x.id = c.endpoint_id) s`,
     [locked.map((e) => e.merchant_id), locked.map((e) => e.id), take, workerId, now],
   );
-  return rows.map((row) => ({
+  const deliveries = rows.map((row) => ({
     merchantId: row.merchant_id,
     id: row.id,
     eventId: row.event_id,
@@ -165,6 +178,7 @@ export async function claimDueDeliveries(tx: Queryable, workerId: string, limits
     previousSecret: row.previous_secret,
     previousSecretExpiresAt: row.previous_secret_expires_at,
   }));
+  return { deliveries, moreMayBeDue };
 }
 
 /** What one finished attempt changes: the attempt itself and where its delivery stands afterwards. */
