@@ -1,6 +1,6 @@
-import { buildEvent, trustedMerchantId, type Emit, type MerchantId, type MerxEvent, type Outbox, type Queryable } from '@merx/kit';
+import { buildEvent, recordInInbox, trustedMerchantId, type Emit, type MerchantId, type MerxEvent, type Outbox, type Queryable } from '@merx/kit';
 import { presentServiceReset, readSandboxReset, SANDBOX_PRODUCTS, type ResetCounts } from '../domain/sandbox.js';
-import { claimInboxEvent } from '../store/inbox-store.js';
+import { CATALOG_SCHEMA } from '../store/migrations.js';
 import { deleteAllProductsForMerchant, insertProductForMerchant } from '../store/products-store.js';
 import { newProductWithEvent } from './products.js';
 
@@ -44,7 +44,7 @@ export function sandboxResetUseCase({ outbox, now = () => new Date() }: SandboxR
     // The envelope's merchant is the one the merchants service checked the reset request for.
     const merchantId = trustedMerchantId(event.merchant_id);
     return outbox.transaction(async (tx, emit) => {
-      if (!(await claimInboxEvent(tx, SANDBOX_RESET_CONSUMER, event))) return undefined;
+      if (!(await recordInInbox(tx, CATALOG_SCHEMA, SANDBOX_RESET_CONSUMER, event))) return undefined;
       const removed = { products: await deleteAllProductsForMerchant(tx, merchantId) };
       const seeded = { products: reset.seed ? await seedSandboxProducts(tx, merchantId, emit, now()) : 0 };
       emit(buildEvent('internal.sandbox_service_reset', merchantId, { object: presentServiceReset(reset, removed, seeded, now()) }));
