@@ -17,12 +17,11 @@ import {
   type MerxEvent,
 } from '@merx/kit';
 import { CATALOG_SCHEMA, startCatalog, type RunningCatalog } from '../src/index.js';
-import { HandledDeliveries } from '@merx/kit/testing';
+import { EventLog, HandledDeliveries, TEST_FLUSH_TOPIC } from '@merx/kit/testing';
 
 export const ISSUER = 'http://localhost:8080/oauth';
 export const ALL_SCOPES = 'products:read products:write';
 const ADMIN_URLS = ['postgres://root@127.0.0.1:5432/postgres', 'postgres://postgres@127.0.0.1:5432/postgres'];
-const FLUSH_TOPIC = 'test.flush';
 const WAIT_LIMIT_MS = 10_000;
 
 /** The one contract validator for every test file: compiling the document is the slow part. */
@@ -57,46 +56,6 @@ export interface TokenOptions {
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 const base62 = (length: number) => Array.from(randomBytes(length), (byte) => BASE62[byte % 62]).join('');
-
-/**
- * Records everything the catalog publishes. Every event is checked against the contract as it
- * arrives; `flush` proves that nothing committed before it is still on its way, so "no event"
- * can be asserted without waiting for a time-out.
- */
-export class EventLog {
-  readonly events: MerxEvent[] = [];
-  readonly problems: string[] = [];
-  private readonly waiters = new Map<string, () => void>();
-
-  receive(event: MerxEvent): void {
-    if (event.topic === FLUSH_TOPIC) {
-      this.waiters.get(event.id)?.();
-      this.waiters.delete(event.id);
-      return;
-    }
-    this.events.push(event);
-    this.problems.push(...contract.validateEvent(event));
-  }
-
-  awaitFlush(eventId: string): Promise<void> {
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`flush event ${eventId} did not arrive within ${WAIT_LIMIT_MS} ms`)), WAIT_LIMIT_MS);
-      this.waiters.set(eventId, () => {
-        clearTimeout(timer);
-        resolve();
-      });
-    });
-  }
-
-  /** Contract problems found so far, emptied so one bad event fails one test, not every later one. */
-  takeProblems(): string[] {
-    return this.problems.splice(0);
-  }
-
-  of(merchantId: string): MerxEvent[] {
-    return this.events.filter((event) => event.merchant_id === merchantId);
-  }
-}
 
 export class ApiClient {
   constructor(
@@ -214,7 +173,7 @@ export async function startHarness(options: { embedded?: boolean } = {}): Promis
   const publicJwk: JWK = { ...(await exportJWK(publicKey)), kid: 'catalog-test', alg: 'ES256', use: 'sig' };
   const verifier = createTokenVerifier(createLocalJWKSet({ keys: [publicJwk] }), { issuer: ISSUER, audience: API_AUDIENCE });
   const bus = new MemoryBus();
-  const events = new EventLog();
+  const events = new EventLog(contract);
   await bus.consume({ queue: 'test-observer', bindings: ['#'] }, async (event) => events.receive(event));
   const logger = createLogger('catalog', 'silent');
   const handled = new HandledDeliveries();
@@ -245,7 +204,7 @@ export async function startHarness(options: { embedded?: boolean } = {}): Promis
       // row arrives every event committed before it has arrived too.
       const id = newId('evt');
       const arrived = events.awaitFlush(id);
-      await outbox.record(storage.db, [{ id, topic: FLUSH_TOPIC, merchant_id: newId('mch'), created_at: new Date().toISOString(), api_version: 'v1', data: { object: {} } }]);
+      await outbox.record(storage.db, [{ id, topic: TEST_FLUSH_TOPIC, merchant_id: newId('mch'), created_at: new Date().toISOString(), api_version: 'v1', data: { object: {} } }]);
       catalog.relay.wake();
       await arrived;
     },

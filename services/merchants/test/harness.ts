@@ -1,90 +1,25 @@
 import assert from 'node:assert/strict';
 import { createContractValidator, recordEventNames, type ContractValidator } from '@merx/contracts';
 import { buildEvent, createLogger, createPgliteDb, MemoryBus, newId, openPglite, type Db, type MerxEvent } from '@merx/kit';
-import { createScratchDatabase, createTestTokenIssuer, type TestTokenIssuer } from '@merx/kit/testing';
+import { ContractClient, createScratchDatabase, HandledDeliveries, createTestTokenIssuer, EventLog, TEST_FLUSH_TOPIC, type TestTokenIssuer } from '@merx/kit/testing';
 import { merchantsSettingsFromEnv, startMerchants, type RunningMerchants } from '../src/index.js';
-import { HandledDeliveries } from '@merx/kit/testing';
 
 export const ALL_SCOPES = 'merchant:read merchant:write config:read config:write sandbox:reset';
-const FLUSH_TOPIC = 'test.flush';
-const WAIT_LIMIT_MS = 10_000;
 /** What the service consumes (events/consumer.ts): settling waits until each copy of these is handled. */
 const CONSUMED_TOPICS = new Set(['merchants.created', 'merchants.updated', ...recordEventNames, 'sandbox.reset', 'internal.sandbox_service_reset', 'internal.destination_disabled']);
 
 /** Compiling the OpenAPI document is the slow part: one validator for every file. */
 export const contract: ContractValidator = createContractValidator();
 
-export interface ApiResponse {
-  status: number;
-  headers: Headers;
-  text: string;
-  // Tests read arbitrary members of JSON answers.
-  body: any;
-}
-
-/**
- * Everything published on the bus, each event checked against the public or internal catalogue
- * as it arrives. `awaitFlush` proves that nothing committed before the flush is still on its way.
- */
-export class EventLog {
-  readonly events: MerxEvent[] = [];
-  readonly problems: string[] = [];
-  private readonly flushes = new Map<string, () => void>();
-
-  receive(event: MerxEvent): void {
-    if (event.topic === FLUSH_TOPIC) {
-      this.flushes.get(event.id)?.();
-      this.flushes.delete(event.id);
-      return;
-    }
-    this.events.push(event);
-    this.problems.push(...contract.validateEvent(event));
-  }
-
-  awaitFlush(id: string): Promise<void> {
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`flush ${id} did not arrive within ${WAIT_LIMIT_MS} ms`)), WAIT_LIMIT_MS);
-      this.flushes.set(id, () => {
-        clearTimeout(timer);
-        resolve();
-      });
-    });
-  }
-
-  takeProblems(): string[] {
-    return this.problems.splice(0);
-  }
-
-  of(merchantId: string, topic?: string): MerxEvent[] {
-    return this.events.filter((event) => event.merchant_id === merchantId && (topic === undefined || event.topic === topic));
-  }
-}
-
 /** A merchant's view of the API over real HTTP, every answer checked against the OpenAPI document. */
-export class MerchantsClient {
+export class MerchantsClient extends ContractClient {
   constructor(
     private readonly harness: Harness,
-    readonly merchantId: string,
-    readonly token: string,
-  ) {}
-
-  async request(method: string, path: string, json?: unknown, headers: Record<string, string> = {}): Promise<ApiResponse> {
-    const init: RequestInit = { method, headers: { authorization: `Bearer ${this.token}`, ...headers } };
-    if (json !== undefined) {
-      init.body = JSON.stringify(json);
-      (init.headers as Record<string, string>)['content-type'] = 'application/json';
-    }
-    const response = await fetch(`${this.harness.url}${path}`, init);
-    const text = await response.text();
-    const problems = contract.validateResponse({ method, path, status: response.status, contentType: response.headers.get('content-type'), body: text, headers: response.headers });
-    assert.deepEqual(problems, [], `${method} ${path} answered outside the contract:\n${text.slice(0, 1500)}`);
-    return { status: response.status, headers: response.headers, text, body: text && /json/.test(response.headers.get('content-type') ?? '') ? JSON.parse(text) : undefined };
+    merchantId: string,
+    token: string,
+  ) {
+    super(harness.url, merchantId, token, contract);
   }
-
-  get = (path: string) => this.request('GET', path);
-  post = (path: string, json?: unknown, headers?: Record<string, string>) => this.request('POST', path, json, headers);
-  patch = (path: string, json: unknown, headers?: Record<string, string>) => this.request('PATCH', path, json, headers);
-  delete = (path: string, headers?: Record<string, string>) => this.request('DELETE', path, undefined, headers);
 
   /** Creates a configuration resource and insists on the 201. */
   async create(collection: 'sources' | 'destinations' | 'rules' | 'connections', fields: Record<string, unknown>): Promise<any> {
@@ -164,7 +99,7 @@ export async function startHarness(options: { embedded?: boolean } = {}): Promis
     drop = scratch.drop;
   }
   const bus = new MemoryBus();
-  const events = new EventLog();
+  const events = new EventLog(contract);
   await bus.consume({ queue: 'test-observer', bindings: ['#'], prefetch: 1000 }, async (event) => events.receive(event));
   const handled = new HandledDeliveries();
   const tokens = await createTestTokenIssuer();
@@ -216,7 +151,7 @@ export async function startHarness(options: { embedded?: boolean } = {}): Promis
       // seen, every event committed before it has been seen too.
       const id = newId('evt');
       const arrived = events.awaitFlush(id);
-      await service.outbox.record(db, [{ id, topic: FLUSH_TOPIC, merchant_id: newId('mch'), created_at: new Date().toISOString(), api_version: 'v1', data: { object: {} } }]);
+      await service.outbox.record(db, [{ id, topic: TEST_FLUSH_TOPIC, merchant_id: newId('mch'), created_at: new Date().toISOString(), api_version: 'v1', data: { object: {} } }]);
       service.relay.wake();
       await arrived;
     },

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
 import { createContractValidator } from '@merx/contracts';
 import { buildEvent, canonicalJson, createLogger, createPgliteDb, MemoryBus, newId, openPglite, type Db, type MerxEvent } from '@merx/kit';
-import { createScratchDatabase, createTestTokenIssuer, type TestTokenIssuer } from '@merx/kit/testing';
+import { ContractClient, createScratchDatabase, createTestTokenIssuer, type TestTokenIssuer } from '@merx/kit/testing';
 import { startWebhooks, type RunningWebhooks, type WebhookSettings } from '../src/index.js';
 import { webhookSettingsFromEnv } from '../src/settings.js';
 import type { HostResolver } from '@merx/kit';
@@ -17,40 +17,8 @@ export function bodyHmacIsValid(body: string, secret: string): boolean {
   return createHmac('sha256', key).update(canonicalJson(fields)).digest('hex') === claimed;
 }
 
-export interface ApiResponse {
-  status: number;
-  headers: Headers;
-  text: string;
-  // Tests read arbitrary members of JSON answers.
-  body: any;
-}
-
 /** One merchant's view of the API, every answer checked against the OpenAPI document. */
-export class WebhooksClient {
-  constructor(
-    private readonly baseUrl: string,
-    readonly merchantId: string,
-    readonly token: string,
-  ) {}
-
-  async request(method: string, path: string, json?: unknown, headers: Record<string, string> = {}): Promise<ApiResponse> {
-    const init: RequestInit = { method, headers: { authorization: `Bearer ${this.token}`, ...headers } };
-    if (json !== undefined) {
-      init.body = JSON.stringify(json);
-      (init.headers as Record<string, string>)['content-type'] = 'application/json';
-    }
-    const response = await fetch(`${this.baseUrl}${path}`, init);
-    const text = await response.text();
-    const problems = contract.validateResponse({ method, path, status: response.status, contentType: response.headers.get('content-type'), body: text, headers: response.headers });
-    assert.deepEqual(problems, [], `${method} ${path} answered outside the contract:\n${text.slice(0, 1500)}`);
-    return { status: response.status, headers: response.headers, text, body: text && /json/.test(response.headers.get('content-type') ?? '') ? JSON.parse(text) : undefined };
-  }
-
-  get = (path: string) => this.request('GET', path);
-  post = (path: string, json?: unknown, headers?: Record<string, string>) => this.request('POST', path, json, headers);
-  patch = (path: string, json: unknown, headers?: Record<string, string>) => this.request('PATCH', path, json, headers);
-  delete = (path: string) => this.request('DELETE', path);
-
+export class WebhooksClient extends ContractClient {
   /** Creates a subscription and insists on the 201. */
   async subscribe(url: string, topics: string[] = ['*'], extra: Record<string, unknown> = {}): Promise<any> {
     const response = await this.post('/api/v1/webhooks/subscriptions', { url, topics, ...extra });
@@ -199,7 +167,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     tokens,
     async merchant({ mode = 'sandbox', scope = ALL_SCOPES } = {}) {
       const merchantId = newId('mch');
-      return new WebhooksClient(webhooks.url, merchantId, await tokens.sign({ merchantId, scope, mode }));
+      return new WebhooksClient(webhooks.url, merchantId, await tokens.sign({ merchantId, scope, mode }), contract);
     },
     async publish(merchantId, topic, object = productObject()) {
       const event = buildEvent(topic, merchantId, { object });

@@ -136,3 +136,94 @@ export class HandledDeliveries {
     });
   }
 }
+
+/** A response as the component suites read it: the raw text and, for JSON, the parsed body. */
+export interface ApiResponse {
+  status: number;
+  headers: Headers;
+  text: string;
+  // Tests read arbitrary members of JSON answers.
+  body: any;
+}
+
+/** The slice of the contract validator the test helpers need (kept structural: no import cycle). */
+export interface ContractChecks {
+  validateEvent(event: unknown): string[];
+  validateResponse(response: { method: string; path: string; status: number; contentType: string | null; body: unknown; headers: Headers }): string[];
+}
+
+/**
+ * One merchant's view of a service over real HTTP, every answer checked against the OpenAPI
+ * document. Suites extend it with helpers for their own resources.
+ */
+export class ContractClient {
+  constructor(
+    private readonly baseUrl: string,
+    readonly merchantId: string,
+    readonly token: string,
+    private readonly contract: ContractChecks,
+  ) {}
+
+  async request(method: string, path: string, json?: unknown, headers: Record<string, string> = {}): Promise<ApiResponse> {
+    const init: RequestInit = { method, headers: { authorization: `Bearer ${this.token}`, ...headers } };
+    if (json !== undefined) {
+      init.body = JSON.stringify(json);
+      (init.headers as Record<string, string>)['content-type'] = 'application/json';
+    }
+    const response = await fetch(`${this.baseUrl}${path}`, init);
+    const text = await response.text();
+    const problems = this.contract.validateResponse({ method, path, status: response.status, contentType: response.headers.get('content-type'), body: text, headers: response.headers });
+    if (problems.length > 0) throw new Error(`${method} ${path} answered outside the contract:\n${problems.join('\n')}\n${text.slice(0, 1500)}`);
+    return { status: response.status, headers: response.headers, text, body: text && /json/.test(response.headers.get('content-type') ?? '') ? JSON.parse(text) : undefined };
+  }
+
+  get = (path: string) => this.request('GET', path);
+  post = (path: string, json?: unknown, headers?: Record<string, string>) => this.request('POST', path, json, headers);
+  patch = (path: string, json: unknown, headers?: Record<string, string>) => this.request('PATCH', path, json, headers);
+  delete = (path: string, headers?: Record<string, string>) => this.request('DELETE', path, undefined, headers);
+}
+
+/** The topic of the marker event a suite publishes through the outbox to prove everything before it arrived. */
+export const TEST_FLUSH_TOPIC = 'test.flush';
+
+/**
+ * Everything a service under test publishes, each event checked against the public or internal
+ * catalogue as it arrives. `awaitFlush` proves that nothing committed before the flush marker is
+ * still on its way, so "no event" can be asserted without waiting for a time-out.
+ */
+export class EventLog {
+  readonly events: MerxEvent[] = [];
+  readonly problems: string[] = [];
+  private readonly flushes = new Map<string, () => void>();
+
+  constructor(private readonly contract: Pick<ContractChecks, 'validateEvent'>) {}
+
+  receive(event: MerxEvent): void {
+    if (event.topic === TEST_FLUSH_TOPIC) {
+      this.flushes.get(event.id)?.();
+      this.flushes.delete(event.id);
+      return;
+    }
+    this.events.push(event);
+    this.problems.push(...this.contract.validateEvent(event));
+  }
+
+  awaitFlush(id: string): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`flush ${id} did not arrive within ${WAIT_LIMIT_MS} ms`)), WAIT_LIMIT_MS);
+      this.flushes.set(id, () => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+  }
+
+  /** Contract problems found so far, emptied so one bad event fails one test, not every later one. */
+  takeProblems(): string[] {
+    return this.problems.splice(0);
+  }
+
+  of(merchantId: string, topic?: string): MerxEvent[] {
+    return this.events.filter((event) => event.merchant_id === merchantId && (topic === undefined || event.topic === topic));
+  }
+}
