@@ -1,47 +1,18 @@
 import type { MerchantId, Queryable } from '@merx/kit';
 import type { DestinationEndpoint } from '../domain/destination.js';
-import type { DeliveryFormat, DisabledReason, EndpointStatus } from '../domain/endpoint.js';
-import { ENDPOINTS } from './endpoints-store.js';
+import type { DeliveryFormat, DisabledReason } from '../domain/endpoint.js';
+import { COMMON_ENDPOINT_COLUMNS, commonEndpointFields, ENDPOINTS, type CommonEndpointRow } from './endpoints-store.js';
 
 /** Destinations are the endpoints of kind `destination`, kept as the merchants service syncs them. */
 const DESTINATION = `kind = 'destination'`;
-const DESTINATION_COLUMNS =
-  'merchant_id, id, format, url, status, disabled_reason, secret, previous_secret, previous_secret_expires_at, secret_rotated_at, enabled_at, version, created_at, updated_at';
+const DESTINATION_COLUMNS = `${COMMON_ENDPOINT_COLUMNS}, format`;
 
-interface DestinationRow {
-  merchant_id: string;
-  id: string;
+interface DestinationRow extends CommonEndpointRow {
   format: DeliveryFormat;
-  url: string;
-  status: EndpointStatus;
-  disabled_reason: DisabledReason | null;
-  secret: string;
-  previous_secret: string | null;
-  previous_secret_expires_at: Date | null;
-  secret_rotated_at: Date | null;
-  enabled_at: Date;
-  version: number;
-  created_at: Date;
-  updated_at: Date;
 }
 
 function toDestination(row: DestinationRow): DestinationEndpoint {
-  return {
-    id: row.id,
-    merchantId: row.merchant_id,
-    format: row.format,
-    url: row.url,
-    status: row.status,
-    disabledReason: row.disabled_reason,
-    secret: row.secret,
-    previousSecret: row.previous_secret,
-    previousSecretExpiresAt: row.previous_secret_expires_at,
-    secretRotatedAt: row.secret_rotated_at,
-    enabledAt: row.enabled_at,
-    version: Number(row.version),
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
-  };
+  return { ...commonEndpointFields(row), format: row.format };
 }
 
 export async function findDestinationForMerchant(db: Queryable, merchantId: MerchantId, id: string): Promise<DestinationEndpoint | undefined> {

@@ -9,6 +9,45 @@ const DELIVERIES = `${WEBHOOKS_SCHEMA}.deliveries`;
 /** The rows of the work queue: not finished and not claimed by a worker. */
 export const waiting = (alias: string) => `${alias}.status IN ('pending', 'failing') AND ${alias}.claimed_by IS NULL`;
 
+/** Columns both kinds of endpoint are read with: where to send, its state, its secrets, its version. */
+export const COMMON_ENDPOINT_COLUMNS =
+  'merchant_id, id, url, status, disabled_reason, secret, previous_secret, previous_secret_expires_at, secret_rotated_at, enabled_at, version, created_at, updated_at';
+
+export interface CommonEndpointRow {
+  merchant_id: string;
+  id: string;
+  url: string;
+  status: EndpointStatus;
+  disabled_reason: DisabledReason | null;
+  secret: string;
+  previous_secret: string | null;
+  previous_secret_expires_at: Date | null;
+  secret_rotated_at: Date | null;
+  enabled_at: Date;
+  version: number;
+  created_at: Date;
+  updated_at: Date;
+}
+
+/** The fields a subscription and a destination share, from their row. */
+export function commonEndpointFields(row: CommonEndpointRow) {
+  return {
+    id: row.id,
+    merchantId: row.merchant_id,
+    url: row.url,
+    status: row.status,
+    disabledReason: row.disabled_reason,
+    secret: row.secret,
+    previousSecret: row.previous_secret,
+    previousSecretExpiresAt: row.previous_secret_expires_at,
+    secretRotatedAt: row.secret_rotated_at,
+    enabledAt: row.enabled_at,
+    version: Number(row.version),
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+
 interface EndpointStateRow {
   merchant_id: string;
   id: string;

@@ -1,51 +1,22 @@
 import type { MerchantId, Queryable } from '@merx/kit';
 import type { DisabledReason, Subscription, SubscriptionChanges, SubscriptionInput, SubscriptionStatus } from '../domain/subscription.js';
-import { ENDPOINTS } from './endpoints-store.js';
+import { COMMON_ENDPOINT_COLUMNS, commonEndpointFields, ENDPOINTS, type CommonEndpointRow } from './endpoints-store.js';
 
 /**
  * Subscriptions are the endpoints of kind `subscription`; every query here says so, because the
  * same table holds the merchant's destinations, which the subscriptions API never shows.
  */
 const SUBSCRIPTION = `kind = 'subscription'`;
-export const SUBSCRIPTION_COLUMNS =
-  'merchant_id, id, url, topics, description, status, disabled_reason, secret, previous_secret, previous_secret_expires_at, secret_rotated_at, enabled_at, version, created_at, updated_at';
+export const SUBSCRIPTION_COLUMNS = `${COMMON_ENDPOINT_COLUMNS}, topics, description`;
 
-export interface SubscriptionRow {
-  merchant_id: string;
-  id: string;
-  url: string;
+export interface SubscriptionRow extends CommonEndpointRow {
   topics: string[];
   description: string | null;
   status: SubscriptionStatus;
-  disabled_reason: DisabledReason | null;
-  secret: string;
-  previous_secret: string | null;
-  previous_secret_expires_at: Date | null;
-  secret_rotated_at: Date | null;
-  enabled_at: Date;
-  version: number;
-  created_at: Date;
-  updated_at: Date;
 }
 
 export function toSubscription(row: SubscriptionRow): Subscription {
-  return {
-    id: row.id,
-    merchantId: row.merchant_id,
-    url: row.url,
-    topics: row.topics,
-    description: row.description,
-    status: row.status,
-    disabledReason: row.disabled_reason,
-    secret: row.secret,
-    previousSecret: row.previous_secret,
-    previousSecretExpiresAt: row.previous_secret_expires_at,
-    secretRotatedAt: row.secret_rotated_at,
-    enabledAt: row.enabled_at,
-    version: Number(row.version),
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
-  };
+  return { ...commonEndpointFields(row), status: row.status, topics: row.topics, description: row.description };
 }
 
 export async function insertSubscriptionForMerchant(db: Queryable, merchantId: MerchantId, id: string, input: SubscriptionInput, secret: string, now: Date): Promise<Subscription> {
