@@ -38,7 +38,8 @@ export interface EventEnvelope<TObject = Record<string, unknown>> {
 
 const ingestedRecord = ingestedRecordSchema;
 
-const appGrantSchema: JsonSchema = {
+export const appGrantSchema: JsonSchema = {
+  description: 'A merchant\'s grant to a third-party app, as it ended.',
   type: 'object',
   required: ['id', 'object', 'client_id', 'merchant_id', 'scopes', 'revoked_at'],
   additionalProperties: false,
@@ -51,6 +52,34 @@ const appGrantSchema: JsonSchema = {
     revoked_at: timestamp,
   },
 };
+
+export const tokenIssuanceSchema: JsonSchema = {
+  type: 'object',
+  description: 'An access token issued to a client of the merchant (never the token itself).',
+  required: ['id', 'object', 'client_id', 'grant_type', 'scope'],
+  additionalProperties: false,
+  properties: {
+    id: { type: 'string', description: 'The client id the token was issued to.' },
+    object: { const: 'token_issuance' },
+    client_id: { type: 'string' },
+    grant_type: { type: 'string', enum: ['client_credentials', 'authorization_code', 'refresh_token'] },
+    scope: { type: 'string' },
+  },
+};
+
+export const authAttemptSchema: JsonSchema = {
+  type: 'object',
+  description: 'A refused credential of the merchant (never the secret presented).',
+  required: ['id', 'object', 'reason'],
+  additionalProperties: false,
+  properties: {
+    id: { type: 'string', description: 'The client id or user id the attempt named.' },
+    object: { const: 'auth_attempt' },
+    reason: { type: 'string', enum: ['invalid_client', 'wrong_password'] },
+    client_id: { type: ['string', 'null'] },
+  },
+};
+
 function crudEvents(topic: string, noun: string, object: JsonSchema, strictPrevious = false): EventDefinition[] {
   const previous = strictPrevious ? partialOf(object) : { type: 'object' };
   return [
@@ -120,34 +149,13 @@ export const eventCatalogue: ReadonlyArray<EventDefinition> = [
     name: 'auth.token_issued',
     topic: 'auth',
     description: 'An access token was issued to an API key or an installed app of the merchant.',
-    dataObjectSchema: {
-      type: 'object',
-      required: ['id', 'object', 'client_id', 'grant_type', 'scope'],
-      additionalProperties: false,
-      properties: {
-        id: { type: 'string', description: 'The client id the token was issued to.' },
-        object: { const: 'token_issuance' },
-        client_id: { type: 'string' },
-        grant_type: { type: 'string', enum: ['client_credentials', 'authorization_code', 'refresh_token'] },
-        scope: { type: 'string' },
-      },
-    },
+    dataObjectSchema: tokenIssuanceSchema,
   },
   {
     name: 'auth.denied',
     topic: 'auth',
     description: "A credential of the merchant was refused: a wrong API key secret, a revoked key, or a wrong owner password.",
-    dataObjectSchema: {
-      type: 'object',
-      required: ['id', 'object', 'reason'],
-      additionalProperties: false,
-      properties: {
-        id: { type: 'string', description: 'The client id or user id the attempt named.' },
-        object: { const: 'auth_attempt' },
-        reason: { type: 'string', enum: ['invalid_client', 'wrong_password'] },
-        client_id: { type: ['string', 'null'] },
-      },
-    },
+    dataObjectSchema: authAttemptSchema,
   },
   { name: 'api_keys.created', topic: 'api_keys', description: 'An API key was created.', dataObjectSchema: apiKeySchema },
   { name: 'api_keys.revoked', topic: 'api_keys', description: 'An API key was revoked.', dataObjectSchema: apiKeySchema },

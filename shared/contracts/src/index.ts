@@ -5,3 +5,7 @@ export * from './events.js';
 export * from './validator.js';
 export * from './internal-events.js';
 export * from './openapi/schemas-merchants.js';
+export * from './openapi/schemas-record-inputs.js';
+export { eventComponentName } from './openapi/webhooks.js';
+export * from './first-party.js';
+export { BUS_WORK_QUEUES } from './openapi/paths-bus.js';

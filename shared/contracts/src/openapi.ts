@@ -1,9 +1,10 @@
-import { headers, parameters, ref, responses, securitySchemes } from './openapi/components.js';
+import { headers, methodNotAllowedResponse, parameters, ref, responses, securitySchemes } from './openapi/components.js';
 import { adminPaths, metaPaths, oauthPaths, opsPaths } from './openapi/paths-platform.js';
 import { apiKeyPaths } from './openapi/paths-api-keys.js';
 import { productPaths } from './openapi/paths-products.js';
 import { appAdminPaths, appCreateSchema, appWithSecretSchema, installedAppPaths, installedAppSchema, signingKeyRotationSchema } from './openapi/paths-apps.js';
 import { merchantIdParameter, throttleAdminPaths, throttleOverrideSchema, throttleOverridesSchema } from './openapi/paths-throttle.js';
+import { busAdminPaths, busPoisonReplayRequestSchema, busPoisonReplaySchema, busPoisonSchema, poisonedMessageSchema } from './openapi/paths-bus.js';
 import { auditEntrySchema, auditPaths, auditVerificationSchema } from './openapi/paths-audit.js';
 import { webhookPaths } from './openapi/paths-webhooks.js';
 import { merchantsParameters, merchantsServicePaths } from './openapi/paths-merchants.js';
@@ -17,9 +18,7 @@ import {
   destinationWithSecretSchema,
   ingestedRecordSchema,
   merchantUpdateSchema,
-  recordBatchRequestSchema,
   recordBatchResultSchema,
-  recordInputSchema,
   recordResultSchema,
   recordRouteSchema,
   recordSchema,
@@ -43,14 +42,16 @@ import {
   webhookDeadLetterSchema,
   webhookDeliverySchema,
   webhookDeliveryWithAttemptsSchema,
-  webhookRequestBodySchema,
   webhookSubscriptionCreateSchema,
   webhookSubscriptionSchema,
   webhookSubscriptionStatsSchema,
   webhookSubscriptionUpdateSchema,
   webhookSubscriptionWithSecretSchema,
 } from './openapi/schemas-webhooks.js';
-import { eventCatalogue } from './events.js';
+import { appGrantSchema, authAttemptSchema, eventCatalogue, tokenIssuanceSchema } from './events.js';
+import { recordBatchRequestSchema, recordInputSchema, recordInputSchemas } from './openapi/schemas-record-inputs.js';
+import { requestExamples } from './openapi/examples.js';
+import { webhookHeaderParameters, webhooksOf } from './openapi/webhooks.js';
 import {
   healthSchema,
   jsonWebKeySetSchema,
@@ -74,9 +75,123 @@ import {
   productSchema,
   productUpdateSchema,
 } from './openapi/schemas.js';
-import type { OpenApiDocument } from './openapi/types.js';
+import type { ExampleObject, JsonSchema, OpenApiDocument, PathItem } from './openapi/types.js';
 
 export type * from './openapi/types.js';
+
+/** Every schema but the webhook payloads, which are built from the event catalogue over these. */
+const resourceSchemas: Record<string, JsonSchema> = {
+  Product: productSchema,
+  ProductCreate: productCreateSchema,
+  ProductUpdate: productUpdateSchema,
+  ProductList: listSchema('#/components/schemas/Product'),
+  Merchant: merchantSchema,
+  MerchantCreate: merchantCreateSchema,
+  MerchantProvisioning: merchantProvisioningSchema,
+  MerchantUpdate: merchantUpdateSchema,
+  Source: sourceSchema,
+  SourceCreate: sourceCreateSchema,
+  SourceUpdate: sourceUpdateSchema,
+  SourceList: listSchema('#/components/schemas/Source'),
+  Destination: destinationSchema,
+  DestinationWithSecret: destinationWithSecretSchema,
+  DestinationCreate: destinationCreateSchema,
+  DestinationUpdate: destinationUpdateSchema,
+  DestinationList: listSchema('#/components/schemas/Destination'),
+  Rule: ruleSchema,
+  RuleCreate: ruleCreateSchema,
+  RuleUpdate: ruleUpdateSchema,
+  RuleTransform: ruleTransformSchema,
+  RuleList: listSchema('#/components/schemas/Rule'),
+  Connection: connectionSchema,
+  ConnectionCreate: connectionCreateSchema,
+  ConnectionUpdate: connectionUpdateSchema,
+  ConnectionList: listSchema('#/components/schemas/Connection'),
+  Record: recordSchema,
+  RecordRoute: recordRouteSchema,
+  RecordList: listSchema('#/components/schemas/Record'),
+  IngestedRecord: ingestedRecordSchema,
+  RecordInput: recordInputSchema,
+  ...recordInputSchemas,
+  RecordBatchRequest: recordBatchRequestSchema,
+  RecordBatchResult: recordBatchResultSchema,
+  RecordResult: recordResultSchema,
+  SandboxReset: sandboxResetSchema,
+  SandboxResetRequest: sandboxResetRequestSchema,
+  ThrottleOverride: throttleOverrideSchema,
+  ThrottleOverrides: throttleOverridesSchema,
+  ApiKey: apiKeySchema,
+  ApiKeyWithSecret: apiKeyWithSecretSchema,
+  ApiKeyCreate: apiKeyCreateSchema,
+  ApiKeyList: listSchema('#/components/schemas/ApiKey'),
+  AppCreate: appCreateSchema,
+  AppWithSecret: appWithSecretSchema,
+  InstalledApp: installedAppSchema,
+  InstalledAppList: listSchema('#/components/schemas/InstalledApp'),
+  SigningKeyRotation: signingKeyRotationSchema,
+  Problem: problemSchema,
+  FieldError: fieldErrorSchema,
+  OAuthError: oauthErrorSchema,
+  TokenRequest: tokenRequestSchema,
+  TokenResponse: tokenResponseSchema,
+  JsonWebKeySet: jsonWebKeySetSchema,
+  Health: healthSchema,
+  Readiness: readinessSchema,
+  OpenApiDocument: openApiDocumentSchema,
+  PoisonedMessage: poisonedMessageSchema,
+  BusPoison: busPoisonSchema,
+  BusPoisonReplayRequest: busPoisonReplayRequestSchema,
+  BusPoisonReplay: busPoisonReplaySchema,
+  AuditEntry: auditEntrySchema,
+  AuditEntryList: listSchema('#/components/schemas/AuditEntry'),
+  AuditVerification: auditVerificationSchema,
+  WebhookSubscription: webhookSubscriptionSchema,
+  WebhookSubscriptionWithSecret: webhookSubscriptionWithSecretSchema,
+  WebhookSubscriptionCreate: webhookSubscriptionCreateSchema,
+  WebhookSubscriptionUpdate: webhookSubscriptionUpdateSchema,
+  WebhookSubscriptionList: listSchema('#/components/schemas/WebhookSubscription'),
+  WebhookSubscriptionStats: webhookSubscriptionStatsSchema,
+  WebhookDelivery: webhookDeliverySchema,
+  WebhookDeliveryWithAttempts: webhookDeliveryWithAttemptsSchema,
+  WebhookDeliveryList: listSchema('#/components/schemas/WebhookDelivery'),
+  WebhookAttempt: webhookAttemptSchema,
+  WebhookDeadLetter: webhookDeadLetterSchema,
+  WebhookDeadLetterList: listSchema('#/components/schemas/WebhookDeadLetter'),
+  DeadLetterReplayRequest: deadLetterReplayRequestSchema,
+  DeadLetterReplay: deadLetterReplaySchema,
+  Event: eventSchema,
+  EventList: listSchema('#/components/schemas/Event'),
+  EventDataByTopic: eventDataByTopicSchema(eventCatalogue),
+  SystemAlert: systemAlertSchema,
+  AppGrant: appGrantSchema,
+  TokenIssuance: tokenIssuanceSchema,
+  AuthAttempt: authAttemptSchema,
+};
+
+const componentNames = new Map(Object.entries(resourceSchemas).map(([name, schema]) => [schema, name]));
+const eventPayloads = webhooksOf(eventCatalogue, (schema) => componentNames.get(schema));
+
+/** Puts each operation's examples (examples.ts) beside its request body's schema; an example for no such operation is a mistake. */
+function withRequestExamples(paths: Record<string, PathItem>, examples: Record<string, Record<string, ExampleObject>>): Record<string, PathItem> {
+  const unused = new Set(Object.keys(examples));
+  const woven = Object.fromEntries(
+    Object.entries(paths).map(([path, item]) => [
+      path,
+      Object.fromEntries(
+        Object.entries(item).map(([key, value]) => {
+          const operation = value as PathItem['post'];
+          const named = operation && 'operationId' in operation ? examples[operation.operationId] : undefined;
+          if (!operation?.requestBody || !named) return [key, value];
+          unused.delete(operation.operationId);
+          const content = Object.fromEntries(Object.entries(operation.requestBody.content).map(([type, media]) => [type, { ...media, examples: named }]));
+          return [key, { ...operation, requestBody: { ...operation.requestBody, content } }];
+        }),
+      ),
+    ]),
+  );
+  if (unused.size > 0) throw new Error(`request examples for operations without a request body: ${[...unused].join(', ')}`);
+  return woven;
+}
 
 /**
  * The public contract of the REST API, served at /api/v1/openapi.json. The SDKs and the CLI
@@ -91,6 +206,9 @@ export const openApiDocument: OpenApiDocument = {
     version: '1.0.0',
     description:
       'Multi-tenant commerce API. JSON only; errors are RFC 9457 problem+json; money is a decimal string; times are ISO 8601 UTC with milliseconds. Every response carries X-Request-Id.',
+    // The description, not the platform, is MIT: anyone may generate clients and docs from it (as Stripe publishes its own).
+    license: { name: 'MIT', identifier: 'MIT' },
+    contact: { name: 'Merx API support', url: 'https://merx.dev/support', email: 'api@merx.dev' },
   },
   servers: [
     { url: '/', description: 'The gateway origin that served this document.' },
@@ -142,92 +260,14 @@ export const openApiDocument: OpenApiDocument = {
     { name: 'meta', description: 'This document.' },
     { name: 'ops', description: 'Health, readiness and metrics of every service and the gateway.' },
   ],
-  paths: { ...productPaths, ...merchantsServicePaths, ...apiKeyPaths, ...auditPaths, ...webhookPaths, ...metaPaths, ...oauthPaths, ...adminPaths, ...appAdminPaths, ...installedAppPaths, ...throttleAdminPaths, ...opsPaths },
+  paths: withRequestExamples({ ...productPaths, ...merchantsServicePaths, ...apiKeyPaths, ...auditPaths, ...webhookPaths, ...metaPaths, ...oauthPaths, ...adminPaths, ...appAdminPaths, ...installedAppPaths, ...throttleAdminPaths, ...busAdminPaths, ...opsPaths }, requestExamples),
+  webhooks: eventPayloads.webhooks,
   components: {
-    schemas: {
-      Product: productSchema,
-      ProductCreate: productCreateSchema,
-      ProductUpdate: productUpdateSchema,
-      ProductList: listSchema('#/components/schemas/Product'),
-      Merchant: merchantSchema,
-      MerchantCreate: merchantCreateSchema,
-      MerchantProvisioning: merchantProvisioningSchema,
-      MerchantUpdate: merchantUpdateSchema,
-      Source: sourceSchema,
-      SourceCreate: sourceCreateSchema,
-      SourceUpdate: sourceUpdateSchema,
-      SourceList: listSchema('#/components/schemas/Source'),
-      Destination: destinationSchema,
-      DestinationWithSecret: destinationWithSecretSchema,
-      DestinationCreate: destinationCreateSchema,
-      DestinationUpdate: destinationUpdateSchema,
-      DestinationList: listSchema('#/components/schemas/Destination'),
-      Rule: ruleSchema,
-      RuleCreate: ruleCreateSchema,
-      RuleUpdate: ruleUpdateSchema,
-      RuleTransform: ruleTransformSchema,
-      RuleList: listSchema('#/components/schemas/Rule'),
-      Connection: connectionSchema,
-      ConnectionCreate: connectionCreateSchema,
-      ConnectionUpdate: connectionUpdateSchema,
-      ConnectionList: listSchema('#/components/schemas/Connection'),
-      Record: recordSchema,
-      RecordRoute: recordRouteSchema,
-      RecordList: listSchema('#/components/schemas/Record'),
-      IngestedRecord: ingestedRecordSchema,
-      RecordInput: recordInputSchema,
-      RecordBatchRequest: recordBatchRequestSchema,
-      RecordBatchResult: recordBatchResultSchema,
-      RecordResult: recordResultSchema,
-      SandboxReset: sandboxResetSchema,
-      SandboxResetRequest: sandboxResetRequestSchema,
-      ThrottleOverride: throttleOverrideSchema,
-      ThrottleOverrides: throttleOverridesSchema,
-      ApiKey: apiKeySchema,
-      ApiKeyWithSecret: apiKeyWithSecretSchema,
-      ApiKeyCreate: apiKeyCreateSchema,
-      ApiKeyList: listSchema('#/components/schemas/ApiKey'),
-      AppCreate: appCreateSchema,
-      AppWithSecret: appWithSecretSchema,
-      InstalledApp: installedAppSchema,
-      InstalledAppList: listSchema('#/components/schemas/InstalledApp'),
-      SigningKeyRotation: signingKeyRotationSchema,
-      Problem: problemSchema,
-      FieldError: fieldErrorSchema,
-      OAuthError: oauthErrorSchema,
-      TokenRequest: tokenRequestSchema,
-      TokenResponse: tokenResponseSchema,
-      JsonWebKeySet: jsonWebKeySetSchema,
-      Health: healthSchema,
-      Readiness: readinessSchema,
-      OpenApiDocument: openApiDocumentSchema,
-      AuditEntry: auditEntrySchema,
-      AuditEntryList: listSchema('#/components/schemas/AuditEntry'),
-      AuditVerification: auditVerificationSchema,
-      WebhookSubscription: webhookSubscriptionSchema,
-      WebhookSubscriptionWithSecret: webhookSubscriptionWithSecretSchema,
-      WebhookSubscriptionCreate: webhookSubscriptionCreateSchema,
-      WebhookSubscriptionUpdate: webhookSubscriptionUpdateSchema,
-      WebhookSubscriptionList: listSchema('#/components/schemas/WebhookSubscription'),
-      WebhookSubscriptionStats: webhookSubscriptionStatsSchema,
-      WebhookDelivery: webhookDeliverySchema,
-      WebhookDeliveryWithAttempts: webhookDeliveryWithAttemptsSchema,
-      WebhookDeliveryList: listSchema('#/components/schemas/WebhookDelivery'),
-      WebhookAttempt: webhookAttemptSchema,
-      WebhookDeadLetter: webhookDeadLetterSchema,
-      WebhookDeadLetterList: listSchema('#/components/schemas/WebhookDeadLetter'),
-      DeadLetterReplayRequest: deadLetterReplayRequestSchema,
-      DeadLetterReplay: deadLetterReplaySchema,
-      Event: eventSchema,
-      EventList: listSchema('#/components/schemas/Event'),
-      EventDataByTopic: eventDataByTopicSchema(eventCatalogue),
-      WebhookRequestBody: webhookRequestBodySchema,
-      SystemAlert: systemAlertSchema,
-    },
+    schemas: { ...resourceSchemas, ...eventPayloads.schemas },
     responses,
-    parameters: { ...parameters, MerchantId: merchantIdParameter, ...merchantsParameters },
+    parameters: { ...parameters, MerchantId: merchantIdParameter, ...merchantsParameters, ...webhookHeaderParameters },
     headers,
     securitySchemes,
   },
-  'x-merx-unrouted-responses': { '404': ref('responses', 'NotFound'), '405': ref('responses', 'MethodNotAllowed') },
+  'x-merx-unrouted-responses': { '404': ref('responses', 'NotFound'), '405': methodNotAllowedResponse },
 };

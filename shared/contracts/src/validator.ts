@@ -3,7 +3,7 @@ import addFormatsModule, { type FormatsPlugin } from 'ajv-formats';
 import { eventEnvelopeSchema, findEventDefinition } from './events.js';
 import { findInternalEventDefinition } from './internal-events.js';
 import { openApiDocument } from './openapi.js';
-import type { HeaderObject, HttpMethod, JsonSchema, OpenApiDocument, OperationObject, Reference, ResponseObject } from './openapi/types.js';
+import type { HeaderObject, HttpMethod, JsonSchema, OpenApiDocument, OperationObject, ParameterObject, Reference, ResponseObject } from './openapi/types.js';
 import { findRoute, normalizeMediaType, normalizeRequestPath, type Route } from './validator/routes.js';
 
 // ajv-formats is CommonJS; under NodeNext its default import is `module.exports`, which TypeScript types as the module record.
@@ -20,6 +20,13 @@ export interface ResponseUnderTest {
   /** Parsed JSON, or the raw text (parsed here when the media type is JSON). */
   body?: unknown;
   /** When given, documented required headers must be present and documented headers must match their schema. */
+  headers?: HeaderBag;
+}
+
+export interface WebhookRequestUnderTest {
+  /** The body as sent (text) or parsed. */
+  body: unknown;
+  /** When given, the documented Standard Webhooks headers must be present and match. */
   headers?: HeaderBag;
 }
 
@@ -40,6 +47,10 @@ export interface ContractValidator {
   validateEvent(event: unknown): string[];
   /** Problems with a value checked against one of `components.schemas` (request bodies, webhook payload parts). */
   validateComponent(schemaName: string, value: unknown): string[];
+  /** Problems with a value checked against a schema written inline in the document (a parameter's, an operation's); it may refer to components. */
+  validateSchema(schema: JsonSchema, value: unknown): string[];
+  /** Problems with a request Merx sent a subscriber, checked against the `webhooks` entry its topic names: headers and body. */
+  validateWebhook(request: WebhookRequestUnderTest): string[];
   operations(): ContractOperation[];
 }
 
@@ -51,7 +62,8 @@ export function createContractValidator(document: OpenApiDocument = openApiDocum
   // refers to it; EventDataByTopic (a branch per catalogue event) would otherwise be compiled three times.
   const ajv = new Ajv2020({ allErrors: true, strict: true, strictTypes: true, strictRequired: false, allowUnionTypes: true, inlineRefs: false });
   addFormats(ajv);
-  ajv.addVocabulary(['example', 'xml', 'externalDocs']);
+  // OpenAPI's own keywords: annotations for readers and generators, nothing for a validator to check.
+  ajv.addVocabulary(['example', 'xml', 'externalDocs', 'discriminator']);
   for (const [name, schema] of Object.entries(document.components.schemas)) {
     ajv.addSchema(withAbsoluteRefs(schema) as JsonSchema, componentSchemaUri + name);
   }
@@ -176,7 +188,28 @@ export function createContractValidator(document: OpenApiDocument = openApiDocum
     return check(schema, value, schemaName);
   }
 
-  return { validateResponse, validateEvent, validateComponent, operations };
+  function validateWebhook(request: WebhookRequestUnderTest): string[] {
+    const parsed = parseBody(request.body, 'application/json');
+    if (parsed.problem) return [`webhook: ${parsed.problem}`];
+    const topic = (parsed.value as { topic?: unknown } | null)?.topic;
+    const operation = typeof topic === 'string' ? document.webhooks[topic]?.post : undefined;
+    if (!operation?.requestBody) return [`webhook: ${JSON.stringify(topic)} is not an event of the webhooks section`];
+    const label = `webhook ${topic}`;
+    const problems: string[] = [];
+    for (const parameter of (operation.parameters ?? []).map((item) => resolve<ParameterObject>(item))) {
+      if (parameter.in !== 'header' || !request.headers) continue;
+      const value = readHeader(request.headers, parameter.name);
+      if (value === undefined) {
+        if (parameter.required) problems.push(`header ${parameter.name} is missing`);
+      } else {
+        problems.push(...check(parameter.schema, value, `header ${parameter.name}`));
+      }
+    }
+    problems.push(...check(operation.requestBody.content['application/json']!.schema, parsed.value, 'body'));
+    return problems.map((problem) => `${label}: ${problem}`);
+  }
+
+  return { validateResponse, validateEvent, validateComponent, validateSchema: (schema, value) => check(schema, value, 'value'), validateWebhook, operations };
 }
 
 function describeOperation(method: HttpMethod, pathTemplate: string, operation: OperationObject): ContractOperation {
@@ -274,4 +307,36 @@ function readHeader(bag: HeaderBag, name: string): string | undefined {
     return Array.isArray(value) ? value.join(', ') : String(value);
   }
   return undefined;
+}
+
+export interface DeclaredQuery {
+  operationId: string;
+  /** The names of the query parameters the operation (or its path) declares. */
+  names: ReadonlySet<string>;
+}
+
+const declaredQueries = new WeakMap<OpenApiDocument, { routes: Route[]; byOperation: Map<string, DeclaredQuery> }>();
+
+/**
+ * The query parameters the document declares for a request, so a service can refuse any other
+ * (422) as it refuses unknown body fields; undefined when the document has no such operation.
+ */
+export function declaredQueryOf(method: string, path: string, document: OpenApiDocument = openApiDocument): DeclaredQuery | undefined {
+  let index = declaredQueries.get(document);
+  if (!index) {
+    index = { routes: Object.keys(document.paths).map((template) => ({ template, item: document.paths[template]! })), byOperation: new Map() };
+    declaredQueries.set(document, index);
+  }
+  const route = findRoute(index.routes, normalizeRequestPath(path));
+  const verb = method.toLowerCase() as HttpMethod;
+  const operation = route && httpMethods.includes(verb) ? route.item[verb] : undefined;
+  if (!route || !operation) return undefined;
+  const key = `${verb} ${route.template}`;
+  let declared = index.byOperation.get(key);
+  if (!declared) {
+    const parameters = [...(route.item.parameters ?? []), ...(operation.parameters ?? [])].map((item) => resolveReference<ParameterObject>(document, item));
+    declared = { operationId: operation.operationId, names: new Set(parameters.filter((parameter) => parameter.in === 'query').map((parameter) => parameter.name)) };
+    index.byOperation.set(key, declared);
+  }
+  return declared;
 }

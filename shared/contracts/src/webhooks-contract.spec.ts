@@ -168,14 +168,14 @@ describe('webhooks contract: the document', () => {
       ['webhooks.subscriptions.retrieve', 'GET', '/api/v1/webhooks/subscriptions/{id}'],
       ['webhooks.subscriptions.update', 'PATCH', '/api/v1/webhooks/subscriptions/{id}'],
       ['webhooks.subscriptions.delete', 'DELETE', '/api/v1/webhooks/subscriptions/{id}'],
-      ['webhooks.subscriptions.secret.rotate', 'POST', '/api/v1/webhooks/subscriptions/{id}/rotate-secret'],
+      ['webhooks.subscriptions.rotate_secret', 'POST', '/api/v1/webhooks/subscriptions/{id}/rotate-secret'],
       ['webhooks.subscriptions.stats.retrieve', 'GET', '/api/v1/webhooks/subscriptions/{id}/stats'],
       ['webhooks.deliveries.list', 'GET', '/api/v1/webhooks/deliveries'],
       ['webhooks.deliveries.retrieve', 'GET', '/api/v1/webhooks/deliveries/{id}'],
       ['webhooks.dead_letters.list', 'GET', '/api/v1/webhooks/dead-letters'],
       ['webhooks.dead_letters.retrieve', 'GET', '/api/v1/webhooks/dead-letters/{id}'],
       ['webhooks.dead_letters.replay', 'POST', '/api/v1/webhooks/dead-letters/{id}/replay'],
-      ['webhooks.dead_letters.bulk.replay', 'POST', '/api/v1/webhooks/dead-letters/replay'],
+      ['webhooks.dead_letters.replay_all', 'POST', '/api/v1/webhooks/dead-letters/replay'],
       ['events.list', 'GET', '/api/v1/events'],
       ['events.retrieve', 'GET', '/api/v1/events/{id}'],
     ];
@@ -189,15 +189,18 @@ describe('webhooks contract: the document', () => {
 
   it('answers each operation with the statuses it can give', () => {
     const statuses = (path: string, method: 'get' | 'post' | 'patch' | 'delete') => Object.keys(openApiDocument.paths[path]![method]!.responses);
-    const base = ['401', '403', '429', '500', '503'];
+    // Every bearer operation may answer 422: a query parameter it does not declare is refused.
+// And 400: a path not in canonical form is refused at the edge, whatever the operation.
+const base = ['400', '401', '403', '422', '429', '500', '503'];
+const withBase = (...codes: string[]) => [...new Set([...codes, ...base])].sort();
     const subscriptions = '/api/v1/webhooks/subscriptions';
-    assert.deepEqual(statuses(subscriptions, 'post'), ['201', '400', '409', '413', '415', '422', ...base].sort());
-    assert.deepEqual(statuses(`${subscriptions}/{id}`, 'patch'), ['200', '400', '404', '412', '413', '415', '422', ...base].sort());
-    assert.deepEqual(statuses(`${subscriptions}/{id}`, 'delete'), ['204', '404', ...base].sort());
-    assert.deepEqual(statuses(`${subscriptions}/{id}/rotate-secret`, 'post'), ['200', '404', '409', ...base].sort());
-    assert.deepEqual(statuses('/api/v1/webhooks/dead-letters/{id}/replay', 'post'), ['201', '404', '409', ...base].sort());
-    assert.deepEqual(statuses('/api/v1/webhooks/dead-letters/replay', 'post'), ['202', '400', '409', '413', '415', '422', ...base].sort());
-    assert.deepEqual(statuses('/api/v1/events', 'get'), ['200', '400', '422', ...base].sort());
+    assert.deepEqual(statuses(subscriptions, 'post'), withBase('201', '400', '409', '413', '415'));
+    assert.deepEqual(statuses(`${subscriptions}/{id}`, 'patch'), withBase('200', '400', '404', '412', '413', '415'));
+    assert.deepEqual(statuses(`${subscriptions}/{id}`, 'delete'), withBase('204', '404'));
+    assert.deepEqual(statuses(`${subscriptions}/{id}/rotate-secret`, 'post'), withBase('200', '404', '409'));
+    assert.deepEqual(statuses('/api/v1/webhooks/dead-letters/{id}/replay', 'post'), withBase('201', '404', '409'));
+    assert.deepEqual(statuses('/api/v1/webhooks/dead-letters/replay', 'post'), withBase('202', '400', '409', '413', '415'));
+    assert.deepEqual(statuses('/api/v1/events', 'get'), withBase('200', '400'));
   });
 
   it('takes the documented filters on every list and the conditional headers on writes', () => {
@@ -370,11 +373,18 @@ describe('webhooks contract: request bodies and components', () => {
     assert.match(validator.validateComponent('DeadLetterReplayRequest', { status: 'dead' }).join('\n'), /additional properties: status/);
   });
 
-  it('checks the body receivers get, hmac_sha256 included', () => {
+  it('checks the body receivers get against its event\'s webhook entry, hmac_sha256 included', () => {
     const body = { ...aPayload(), hmac_sha256: '0f'.repeat(32) };
-    assert.deepEqual(validator.validateComponent('WebhookRequestBody', body), []);
-    assert.match(validator.validateComponent('WebhookRequestBody', aPayload()).join('\n'), /required property 'hmac_sha256'/);
-    assert.match(validator.validateComponent('WebhookRequestBody', { ...body, hmac_sha256: 'AB' }).join('\n'), /hmac_sha256 must match pattern/);
+    const signed = { 'webhook-id': eventId, 'webhook-timestamp': '1763800000', 'webhook-signature': `v1,${'A'.repeat(43)}= v1,${'B'.repeat(43)}=` };
+    assert.deepEqual(validator.validateComponent('ProductsCreatedEvent', body), []);
+    assert.deepEqual(validator.validateWebhook({ body: JSON.stringify(body), headers: signed }), []);
+    assert.match(validator.validateComponent('ProductsCreatedEvent', aPayload()).join('\n'), /required property 'hmac_sha256'/);
+    assert.match(validator.validateComponent('ProductsCreatedEvent', { ...body, hmac_sha256: 'AB' }).join('\n'), /hmac_sha256 must match pattern/);
+    assert.match(validator.validateComponent('ProductsCreatedEvent', { ...body, topic: 'products.deleted' }).join('\n'), /topic must be equal to constant/);
+    assert.match(validator.validateComponent('ProductsCreatedEvent', { ...body, data: { object: aProduct(), previous: {} } }).join('\n'), /additional properties: previous/);
+    assert.match(validator.validateWebhook({ body, headers: { ...signed, 'webhook-signature': 'v2,abc' } }).join('\n'), /header webhook-signature must match pattern/);
+    assert.match(validator.validateWebhook({ body, headers: { 'webhook-id': eventId } }).join('\n'), /header webhook-timestamp is missing/);
+    assert.match(validator.validateWebhook({ body: { ...body, topic: 'internal.record_routed' } }).join('\n'), /not an event of the webhooks section/);
   });
 
   it('checks the remaining components directly', () => {

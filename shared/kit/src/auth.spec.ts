@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { createLocalJWKSet, exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK } from 'jose';
 import type { Context } from 'koa';
 import { bearerTokenOf, claimsFromPayload, createTokenVerifier, requireScope, type AccessClaims, type TokenVerifier } from './auth.js';
-import { InsufficientScope, Unauthenticated } from './errors.js';
+import { InsufficientScope, Unauthenticated, ValidationFailed } from './errors.js';
 
 const ISSUER = 'http://localhost:8080/oauth';
 const AUDIENCE = 'urn:merx:api';
@@ -150,7 +150,7 @@ describe('requireScope', () => {
   });
   const run = async (state: Record<string, unknown>, scope: string) => {
     let reached = false;
-    await requireScope(scope)({ state } as unknown as Context, async () => {
+    await requireScope(scope)({ state, method: 'GET', path: '/api/v1/products', query: {} } as unknown as Context, async () => {
       reached = true;
     });
     return reached;
@@ -159,6 +159,18 @@ describe('requireScope', () => {
   it('lets a token with the scope through', async () => {
     assert.equal(await run({ auth: claims(['products:read', 'products:write']) }, 'products:write'), true);
     assert.equal((requireScope('products:write') as unknown as { requiredScope: string }).requiredScope, 'products:write');
+  });
+
+  it('refuses a query parameter the operation does not declare once the scope holds, with the parameter named', async () => {
+    const listing = (query: Record<string, string>) =>
+      requireScope('products:read')({ state: { auth: claims(['products:read']) }, method: 'GET', path: '/api/v1/products', query } as unknown as Context, async () => undefined);
+    await listing({ status: 'active', limit: '5' });
+    await assert.rejects(listing({ status: 'active', stauts: 'x' }), (error: unknown) => {
+      assert.ok(error instanceof ValidationFailed);
+      assert.deepEqual(error.errors.map((e) => [e.field, e.code]), [['stauts', 'unknown_parameter']]);
+      assert.match(error.errors[0]!.message, /stauts is not a query parameter of products\.list; it takes limit, cursor, status, sku, currency/);
+      return true;
+    });
   });
 
   it('refuses a token without the scope', async () => {

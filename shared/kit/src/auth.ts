@@ -1,7 +1,9 @@
 import type { Middleware } from 'koa';
-import { createRemoteJWKSet, jwtVerify, errors as joseErrors, type JWTPayload, type JWTVerifyGetKey } from 'jose';
+import { jwtVerify, errors as joseErrors, type JWTPayload, type JWTVerifyGetKey } from 'jose';
+import { createJwksCache } from './jwks-cache.js';
 import { updateContext, type Actor } from './context.js';
 import { InsufficientScope, Unauthenticated, Unavailable } from './errors.js';
+import { refuseUndeclaredQueryParameters } from './query-parameters.js';
 import type { RevocationList } from './revocations.js';
 import { trustedMerchantId, type MerchantId } from './tenancy.js';
 
@@ -66,12 +68,7 @@ export function claimsFromPayload(payload: JWTPayload & Record<string, unknown>)
 }
 
 export function createJwksTokenVerifier(options: JwksVerifierOptions): TokenVerifier {
-  let remote: JWTVerifyGetKey | undefined;
-  const keys: JWTVerifyGetKey = (header, token) => {
-    remote ??= createRemoteJWKSet(new URL(typeof options.jwksUrl === 'function' ? options.jwksUrl() : options.jwksUrl), { cooldownDuration: 5_000, cacheMaxAge: 10 * 60_000 });
-    return remote(header, token);
-  };
-  return createTokenVerifier(keys, options);
+  return createTokenVerifier(createJwksCache({ url: options.jwksUrl }), options);
 }
 
 export function createTokenVerifier(keys: JWTVerifyGetKey, options: Omit<JwksVerifierOptions, 'jwksUrl'>): TokenVerifier {
@@ -99,6 +96,7 @@ export function createTokenVerifier(keys: JWTVerifyGetKey, options: Omit<JwksVer
           currentDate: new Date(now()),
         }));
       } catch (error) {
+        if (error instanceof Unavailable) throw error;
         if (error instanceof joseErrors.JWKSTimeout || (error instanceof TypeError && /fetch/i.test(error.message))) {
           throw new Unavailable('The token signing keys cannot be fetched right now.', error);
         }
@@ -140,12 +138,15 @@ export function authOf(ctx: { state: { auth?: AccessClaims } }): AccessClaims {
   return auth;
 }
 
-/** The route definition names its scope: `router.post('/products', requireScope('products:write'), ...)`. */
+/**
+ * The route definition names its scope: `router.post('/products', requireScope('products:write'), ...)`.
+ * Once the scope holds, query parameters the operation does not declare are refused (422).
+ */
 export function requireScope(scope: string): Middleware {
   const middleware: Middleware = async function checkScope(ctx, next) {
     const auth = authOf(ctx);
     if (!auth.scopes.has(scope)) throw new InsufficientScope(scope);
-    return next();
+    return refuseUndeclaredQueryParameters(ctx, next);
   };
   return Object.assign(middleware, { requiredScope: scope });
 }

@@ -18,7 +18,26 @@ describe('batchPerKey', () => {
     assert.deepEqual(writes, [['a', [1]], ['b', [9]], ['a', [2, 3]]]);
   });
 
-  it('rejects every item of a failed batch and carries on', async () => {
+  it('writes the items of a failed batch one by one: a bad item fails alone and the rest commit', async () => {
+    const writes: number[][] = [];
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const submit = batchPerKey<number>(async (_key, items) => {
+      writes.push(items);
+      if (writes.length === 1) await gate;
+      if (items.includes(3)) throw new Error('item 3 cannot be written');
+    });
+    const first = submit('a', 1);
+    const batch = [2, 3, 4].map((n) => submit('a', n));
+    release();
+    await first;
+    const outcomes = await Promise.allSettled(batch);
+    assert.deepEqual(outcomes.map((outcome) => outcome.status), ['fulfilled', 'rejected', 'fulfilled']);
+    assert.match(String((outcomes[1] as PromiseRejectedResult).reason), /item 3/);
+    assert.deepEqual(writes, [[1], [2, 3, 4], [2], [3], [4]]);
+  });
+
+  it('rejects the item of a failed batch of one and carries on', async () => {
     let fail = true;
     const submit = batchPerKey<number>(async () => {
       if (fail) {

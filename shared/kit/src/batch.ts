@@ -2,6 +2,8 @@
  * Groups work per key: items for a key that arrive while a batch of that key is being written
  * wait and go together in the next batch, in arrival order. Keys proceed in parallel. Each
  * item's promise settles with its batch, so a delivery is acked only once its entry committed.
+ * When a batch fails, its items are written again one by one, in order: a bad item fails alone
+ * (its delivery is retried and, in the end, poisoned alone) while the rest commit.
  */
 export function batchPerKey<T>(write: (key: string, items: T[]) => Promise<void>, maxBatch = 200) {
   interface Pending {
@@ -23,7 +25,8 @@ export function batchPerKey<T>(write: (key: string, items: T[]) => Promise<void>
           await write(key, batch.map((pending) => pending.item));
           for (const pending of batch) pending.resolve();
         } catch (error) {
-          for (const pending of batch) pending.reject(error);
+          if (batch.length === 1) batch[0]!.reject(error);
+          else for (const pending of batch) await write(key, [pending.item]).then(pending.resolve, pending.reject);
         }
       }
     } finally {

@@ -8,6 +8,7 @@ const goodEnv = {
   AMQP_URL: 'amqp://guest:guest@rabbit:5672',
   MERX_PUBLIC_URL: 'https://api.example.com/',
   MERX_JWKS_URL: 'http://oauth:3001/oauth/jwks',
+  MERX_SERVICE_TOKEN: 'config-spec-service-token-0123456789abcdef',
 };
 
 function configErrorOf(work: () => unknown): ConfigError {
@@ -32,7 +33,15 @@ describe('loadConfig', () => {
       MERX_PUBLIC_URL: 'https://api.example.com',
       MERX_JWKS_URL: 'http://oauth:3001/oauth/jwks',
       MERX_DB_POOL_SIZE: 10,
+      MERX_MIGRATIONS: 'apply',
+      MERX_DB_CONNECT_TIMEOUT_MS: 5_000,
+      MERX_DB_STATEMENT_TIMEOUT_MS: 30_000,
+      MERX_DB_PREPARED_STATEMENTS: 'named',
+      MERX_SERVICE_TOKEN: 'config-spec-service-token-0123456789abcdef',
       MERX_OAUTH_URL: 'http://oauth:3001',
+      MERX_DEPLOYMENT: 'merx',
+      MERX_BUS_RETRY_SCHEDULE: [1_000, 5_000, 30_000, 120_000, 600_000],
+      MERX_BUS_DELIVERY_LIMIT: 10,
     });
     assert.equal(loadConfig('catalog', distributedServiceConfig(3002), { ...goodEnv, PORT: undefined }).PORT, 3002);
     assert.equal(loadConfig('catalog', distributedServiceConfig(3002), { ...goodEnv, PORT: '0', MERX_DB_POOL_SIZE: '3' }).MERX_DB_POOL_SIZE, 3);
@@ -48,7 +57,7 @@ describe('loadConfig', () => {
     for (const name of ['PORT', 'DATABASE_URL', 'AMQP_URL', 'LOG_LEVEL', 'MERX_DB_POOL_SIZE']) {
       assert.ok(error.message.includes(name), `${name} missing from: ${error.message}`);
     }
-    for (const fine of ['MERX_PUBLIC_URL', 'MERX_JWKS_URL', 'HOST']) assert.equal(error.message.includes(fine), false, `${fine} is fine`);
+    for (const fine of ['MERX_PUBLIC_URL', 'MERX_JWKS_URL', 'HOST', 'MERX_SERVICE_TOKEN']) assert.equal(error.message.includes(fine), false, `${fine} is fine`);
     assert.equal(error.problems.length, 5);
     assert.match(error.message, /DATABASE_URL is required \(e\.g\. postgres:/);
     assert.match(error.message, /AMQP_URL must be a amqp: or amqps:\/\/ URL/);

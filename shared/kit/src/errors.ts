@@ -21,9 +21,25 @@ export type ErrorCode =
   | 'unavailable';
 
 export interface FieldError {
+  /** Where, written by fieldPath: `scopes[0]`, `settings.url`, `transform.set["customer.email"]`; `(body)` for the body as a whole. */
   field: string;
   code: string;
   message: string;
+}
+
+const PLAIN_KEY = /^[A-Za-z_][A-Za-z0-9_-]*$/;
+
+/**
+ * The one way a field's place is written in a 422: members joined by dots, array positions in
+ * brackets, and a member whose name is not a plain identifier (a dot, a space) quoted in brackets
+ * so the path stays unambiguous. `base` is a path already written this way ('' for the top).
+ */
+export function fieldPath(base: string, ...members: Array<string | number>): string {
+  return members.reduce<string>((path, member) => {
+    if (typeof member === 'number') return `${path}[${member}]`;
+    if (PLAIN_KEY.test(member)) return path ? `${path}.${member}` : member;
+    return `${path}[${JSON.stringify(member)}]`;
+  }, base);
 }
 
 export class MerxError extends Error {
@@ -90,8 +106,8 @@ export class PayloadTooLarge extends MerxError {
 }
 
 export class UnsupportedMediaType extends MerxError {
-  constructor() {
-    super('unsupported_media_type', 'Request bodies must be sent with Content-Type: application/json.');
+  constructor(detail = 'Request bodies must be sent with Content-Type: application/json.') {
+    super('unsupported_media_type', detail);
   }
 }
 

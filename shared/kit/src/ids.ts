@@ -63,6 +63,14 @@ export function newId(prefix: IdPrefix, now: number = Date.now()): string {
   return `${prefix}_${encodeTime(now)}${lastRandom.map((d) => ALPHABET[d]).join('')}`;
 }
 
+/**
+ * The smallest id string above every id minted before `ms` and below every id minted from it on:
+ * a cursor for "from this time" over id-ordered rows.
+ */
+export function idFloorAt(prefix: IdPrefix, ms: number): string {
+  return `${prefix}_${encodeTime(Math.max(0, Math.floor(ms)))}`;
+}
+
 const ID_BODY = /^[0-9a-hjkmnp-tv-z]{26}$/;
 
 export function isId(value: unknown, prefix: IdPrefix): value is string {

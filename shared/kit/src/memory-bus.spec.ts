@@ -19,7 +19,8 @@ async function waitFor(condition: () => boolean, what: string, timeoutMs = 5_000
 describe('MemoryBus', () => {
   let bus: MemoryBus;
   beforeEach(() => {
-    bus = new MemoryBus();
+    // Short waits keep the retry tests quick; one test below checks a longer wait is kept.
+    bus = new MemoryBus({ retry: { delaysMs: [20, 40], deliveryLimit: 10 } });
   });
   afterEach(async () => {
     await bus.close();
@@ -51,22 +52,91 @@ describe('MemoryBus', () => {
     assert.deepEqual([...seen.a, ...seen.b].sort((x, y) => x - y), Array.from({ length: 40 }, (_, n) => n));
   });
 
-  it('redelivers a failed message and moves it to the poison list after the delivery limit', async () => {
-    const attempts: DeliveryInfo[] = [];
+  it('redelivers a failed message after its delay and moves it to the poison queue after the delivery limit', async () => {
+    const attempts: Array<DeliveryInfo & { at: number }> = [];
     await bus.consume({ queue: 'fragile', bindings: ['#'], deliveryLimit: 3 }, async (_e, info) => {
-      attempts.push(info);
+      attempts.push({ ...info, at: performance.now() });
       throw new Error('handler always fails');
     });
     const doomed = event('products.created');
     await bus.publish([doomed]);
-    await waitFor(() => bus.poisoned('fragile').length === 1, 'the poison list');
-    assert.deepEqual(attempts, [
+    await waitFor(() => attempts.length === 3, 'three deliveries');
+    const poisoned = await bus.poison.list('fragile', 10);
+    assert.equal(poisoned.total, 1);
+    assert.deepEqual(attempts.map(({ at: _at, ...info }) => info), [
       { redelivered: false, deliveryCount: 1 },
       { redelivered: true, deliveryCount: 2 },
       { redelivered: true, deliveryCount: 3 },
     ]);
-    assert.deepEqual(bus.poisoned('fragile'), [doomed]);
-    assert.deepEqual(bus.poisoned('unknown-queue'), []);
+    // The first failure waits the first step (20 ms), the second the second (40 ms): never at once.
+    assert.ok(attempts[1]!.at - attempts[0]!.at >= 19, `first retry after ${attempts[1]!.at - attempts[0]!.at} ms`);
+    assert.ok(attempts[2]!.at - attempts[1]!.at >= 39, `second retry after ${attempts[2]!.at - attempts[1]!.at} ms`);
+    assert.deepEqual(poisoned.messages[0]!.event, doomed);
+    assert.equal(poisoned.messages[0]!.failures, 3);
+    assert.equal(poisoned.messages[0]!.last_error, 'Error: handler always fails');
+    assert.deepEqual(await bus.poison.counts(['fragile', 'unknown-queue']), { fragile: 1, 'unknown-queue': 0 });
+  });
+
+  it('retries through an outage (database down, a 503) without counting it toward the delivery limit', async () => {
+    const attempts: DeliveryInfo[] = [];
+    let handled = false;
+    await bus.consume({ queue: 'outage', bindings: ['#'], deliveryLimit: 3 }, async (_e, info) => {
+      attempts.push(info);
+      if (attempts.length <= 6) throw Object.assign(new Error('the database system is starting up'), { code: '57P03' });
+      handled = true;
+    });
+    await bus.publish([event('products.created')]);
+    await waitFor(() => handled, 'the delivery after the outage');
+    assert.equal(attempts.length, 7, 'six outage retries, twice the delivery limit, then success');
+    assert.ok(attempts.every((info) => info.deliveryCount === 1), 'an outage is not a failure of the message');
+    assert.deepEqual(await bus.poison.counts(['outage']), { outage: 0 });
+  });
+
+  it('replays a poisoned message onto its work queue with a fresh count', async () => {
+    let failing = true;
+    const handled: DeliveryInfo[] = [];
+    await bus.consume({ queue: 'mended', bindings: ['#'], deliveryLimit: 1 }, async (_e, info) => {
+      if (failing) throw new Error('not yet');
+      handled.push(info);
+    });
+    const [kept, replayed] = [event('products.created', 1), event('products.created', 2)];
+    await bus.publish([kept, replayed]);
+    await waitFor(() => handled.length === 0 && bus.poison.consumedQueues().includes('mended'), 'the consumer');
+    const listed = async () => (await bus.poison.list('mended', 10)).messages.map((m) => m.event.id);
+    const deadline = Date.now() + 5_000;
+    while ((await listed()).length < 2 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 2));
+    assert.deepEqual(await listed(), [kept.id, replayed.id]);
+    failing = false;
+    assert.equal(await bus.poison.replay('mended', [replayed.id]), 1);
+    await waitFor(() => handled.length === 1, 'the replayed delivery');
+    assert.deepEqual(handled, [{ redelivered: true, deliveryCount: 1 }]);
+    assert.deepEqual(await listed(), [kept.id]);
+    assert.equal(await bus.poison.replay('mended'), 1);
+    await waitFor(() => handled.length === 2, 'the rest replayed');
+  });
+
+  it('isolates one failing message: the others of the queue are handled meanwhile', async () => {
+    const handled: number[] = [];
+    await bus.consume({ queue: 'mixed', bindings: ['#'], deliveryLimit: 2 }, async (e) => {
+      if (e.data.object.n === 2) throw new Error('this one is bad');
+      handled.push(e.data.object.n as number);
+    });
+    await bus.publish([1, 2, 3].map((n) => event('products.created', n)));
+    await waitFor(() => handled.length === 2, 'the good ones');
+    assert.deepEqual(handled.sort(), [1, 3]);
+    const deadline = Date.now() + 5_000;
+    while ((await bus.poison.counts(['mixed'])).mixed === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 2));
+    assert.deepEqual((await bus.poison.list('mixed', 10)).messages.map((m) => m.event.data.object.n), [2]);
+  });
+
+  it('hands consumers strings PostgreSQL can store: unpaired surrogates and NUL become U+FFFD', async () => {
+    const received: MerxEvent[] = [];
+    await bus.consume({ queue: 'strings', bindings: ['#'] }, async (e) => void received.push(e));
+    const odd = buildEvent('products.created', merchantId, { object: { title: 'x\ud800', note: 'a\u0000b', ['k\udc00']: ['\ud83d\ude00', '\ude00\ud83d'] } });
+    await bus.publish([odd]);
+    await waitFor(() => received.length === 1, 'the delivery');
+    assert.deepEqual(received[0]!.data.object, { title: 'x\ufffd', note: 'a\ufffdb', ['k\ufffd']: ['\ud83d\ude00', '\ufffd\ufffd'] });
+    assert.equal(received[0]!.id, odd.id);
   });
 
   it('delivers again after a transient failure without poisoning', async () => {
@@ -80,7 +150,7 @@ describe('MemoryBus', () => {
     await bus.publish([event('products.created')]);
     await waitFor(() => done.length === 1, 'the second delivery');
     assert.equal(calls, 2);
-    assert.deepEqual(bus.poisoned('flaky'), []);
+    assert.deepEqual(await bus.poison.list('flaky', 10), { total: 0, messages: [] });
   });
 
   it('hands each consumer its own copy of what was published', async () => {

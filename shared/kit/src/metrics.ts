@@ -22,10 +22,31 @@ export const busMessages = new client.Counter({
   registers: [metricsRegistry],
 });
 
+export const busPoisoned = new client.Counter({
+  name: 'merx_bus_poisoned_total',
+  help: 'Messages moved to a poison queue after their last allowed delivery failed, by consuming service, logical queue and topic',
+  labelNames: ['service', 'queue', 'topic'] as const,
+  registers: [metricsRegistry],
+});
+
+export const busRetried = new client.Counter({
+  name: 'merx_bus_retried_total',
+  help: 'Failed deliveries scheduled for a later retry, by consuming service, logical queue and topic',
+  labelNames: ['service', 'queue', 'topic'] as const,
+  registers: [metricsRegistry],
+});
+
 export const outboxBacklog = new client.Gauge({
   name: 'merx_outbox_backlog',
   help: 'Outbox rows seen waiting for publication at the last relay pass',
   labelNames: ['service'] as const,
+  registers: [metricsRegistry],
+});
+
+export const readinessState = new client.Gauge({
+  name: 'merx_readiness_check',
+  help: 'Each readiness check at the last /readyz or /metrics: 1 ok, 0.5 degraded (serving, some routes answer 503), 0 failed (not ready)',
+  labelNames: ['service', 'check'] as const,
   registers: [metricsRegistry],
 });
 

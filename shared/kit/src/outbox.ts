@@ -2,6 +2,7 @@ import type { Bus } from './bus.js';
 import type { Db, Queryable, QueryResult } from './db.js';
 import type { MerxEvent } from './events.js';
 import type { Logger } from './logger.js';
+import { MemoryBus } from './memory-bus.js';
 import { outboxBacklog } from './metrics.js';
 import type { Migration } from './migrations.js';
 
@@ -42,14 +43,19 @@ export class Outbox {
       await this.record(tx, events);
       return value;
     });
-    if (events.length > 0) for (const listener of this.listeners) listener();
+    // Inside a unit of work the rows are visible only once the whole unit commits.
+    if (events.length > 0) this.db.afterCommit(() => this.notify());
     return result;
+  }
+
+  private notify(): void {
+    for (const listener of this.listeners) listener();
   }
 
   async record(tx: Queryable, events: MerxEvent[]): Promise<void> {
     if (events.length === 0) return;
     const values: unknown[] = [];
-    await tx.query(`INSERT INTO ${this.schema}.outbox (event_id, topic, merchant_id, payload) VALUES ${this.eventRows(events, values)}`, values);
+    await tx.query(`INSERT INTO ${this.schema}.outbox (event_id, topic, merchant_id, payload) ${this.eventRows(events, values)}`, values);
   }
 
   /**
@@ -60,9 +66,6 @@ export class Outbox {
    */
   withEvents(db: Queryable, events: MerxEvent[]): Queryable {
     let used = false;
-    const notify = () => {
-      for (const listener of this.listeners) listener();
-    };
     return {
       query: async <Row>(sql: string, params: unknown[] = []): Promise<QueryResult<Row>> => {
         if (used) throw new Error('outbox.withEvents runs exactly one statement');
@@ -70,10 +73,10 @@ export class Outbox {
         const values = [...params];
         const rows = this.eventRows(events, values);
         const result = await db.query<Row>(
-          `WITH written AS (${sql}), recorded AS (INSERT INTO ${this.schema}.outbox (event_id, topic, merchant_id, payload) VALUES ${rows}) SELECT * FROM written`,
+          `WITH written AS (${sql}), recorded AS (INSERT INTO ${this.schema}.outbox (event_id, topic, merchant_id, payload) ${rows}) SELECT * FROM written`,
           values,
         );
-        notify();
+        this.db.afterCommit(() => this.notify());
         return result;
       },
       exec: async () => {
@@ -82,14 +85,16 @@ export class Outbox {
     };
   }
 
+  /** The rows as one SELECT over arrays: the statement's text is the same for any number of events. */
   private eventRows(events: MerxEvent[], values: unknown[]): string {
-    return events
-      .map((event) => {
-        values.push(event.id, event.topic, event.merchant_id, JSON.stringify(event));
-        const base = values.length - 4;
-        return `($${base + 1}, $${base + 2}, $${base + 3}, $${base + 4})`;
-      })
-      .join(', ');
+    values.push(
+      events.map((event) => event.id),
+      events.map((event) => event.topic),
+      events.map((event) => event.merchant_id),
+      events.map((event) => JSON.stringify(event)),
+    );
+    const base = values.length - 4;
+    return `SELECT * FROM unnest($${base + 1}::text[], $${base + 2}::text[], $${base + 3}::text[], $${base + 4}::text[])`;
   }
 
   onCommit(listener: () => void): () => void {
@@ -148,7 +153,11 @@ export class OutboxRelay {
   async relayBatch(): Promise<number> {
     const { db, bus, outbox } = this.options;
     const batchSize = this.options.batchSize ?? 500;
-    return db.transaction(async (tx) => {
+    // The embedded bus keeps its queues in this very database: the messages are written in the
+    // transaction that deletes the outbox rows, so no instant exists at which a crash loses them.
+    const sameDatabase = bus instanceof MemoryBus && bus.storesIn(db) ? bus : undefined;
+    let deliver: (() => void) | undefined;
+    const moved = await db.transaction(async (tx) => {
       // Claim and delete in one statement; if publishing fails the transaction rolls back and
       // the rows are still there for the next attempt.
       const { rows } = await tx.query<{ position: number; payload: string }>(
@@ -160,9 +169,13 @@ export class OutboxRelay {
       outboxBacklog.set({ service: this.options.service }, rows.length);
       if (rows.length === 0) return 0;
       rows.sort((a, b) => Number(a.position) - Number(b.position));
-      await bus.publish(rows.map((row) => JSON.parse(row.payload) as MerxEvent));
+      const events = rows.map((row) => JSON.parse(row.payload) as MerxEvent);
+      if (sameDatabase) deliver = await sameDatabase.publishWithin(tx, events);
+      else await bus.publish(events);
       return rows.length;
     });
+    deliver?.();
+    return moved;
   }
 
   private async run(): Promise<void> {

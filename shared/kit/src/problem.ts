@@ -10,10 +10,12 @@ import {
   PayloadTooLarge,
   RateLimited,
   Unauthenticated,
+  Unavailable,
   UnsupportedMediaType,
   type ErrorCode,
 } from './errors.js';
 import { currentContext } from './context.js';
+import { isDatabaseUnavailable } from './db.js';
 import { newId } from './ids.js';
 import type { Logger } from './logger.js';
 
@@ -52,6 +54,7 @@ export function toProblem(error: MerxError, requestId: string | undefined): Prob
  */
 function fromLibraryError(error: unknown): MerxError {
   if (error instanceof MerxError) return error;
+  if (isDatabaseUnavailable(error)) return new Unavailable('The database did not answer in time; retry in a moment.', error);
   const candidate = error as { status?: number; statusCode?: number; type?: string; expose?: boolean; message?: string };
   const status = candidate?.status ?? candidate?.statusCode;
   if (status === 413 || candidate?.type === 'entity.too.large') return new PayloadTooLarge(1024 * 1024);
@@ -76,6 +79,8 @@ export function writeProblem(ctx: Context, error: MerxError): void {
     ctx.set('Allow', error.allowed.join(', '));
   } else if (error instanceof RateLimited) {
     ctx.set('Retry-After', String(error.retryAfterSeconds));
+  } else if (error instanceof Unavailable) {
+    ctx.set('Retry-After', '1');
   }
 }
 

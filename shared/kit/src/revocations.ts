@@ -1,4 +1,5 @@
 import pRetry from 'p-retry';
+import { serviceAuthorization } from './service-credential.js';
 import type { Bus, Consumer } from './bus.js';
 import type { MerxEvent } from './events.js';
 import type { ReadinessCheck } from './http.js';
@@ -220,9 +221,10 @@ export async function startRevocationFeed(options: RevocationFeedOptions): Promi
 }
 
 /** The loader of processes other than oauth: the oauth service's internal endpoint. */
-export function httpRevocationLoader(oauthUrl: string, options: { timeoutMs?: number } = {}): (since: Date) => Promise<RevocationSnapshot> {
+export function httpRevocationLoader(oauthUrl: string, serviceToken: string, options: { timeoutMs?: number } = {}): (since: Date) => Promise<RevocationSnapshot> {
   return async (since) => {
     const response = await fetch(`${oauthUrl}/internal/v1/revocations?since=${encodeURIComponent(since.toISOString())}`, {
+      headers: serviceAuthorization(serviceToken),
       signal: AbortSignal.timeout(options.timeoutMs ?? 3_000),
     });
     if (response.status !== 200) throw new Error(`the oauth service answered ${response.status} to the revocation list request`);

@@ -2,10 +2,12 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { AmqpBus } from './amqp-bus.js';
+import { deploymentField } from './broker-names.js';
 import { createJwksTokenVerifier, type TokenVerifier } from './auth.js';
-import type { Bus } from './bus.js';
-import { configFields, z } from './config.js';
-import { createPgliteDb, createPostgresDb, type Db } from './db.js';
+import { DEFAULT_BUS_RETRY_SCHEDULE, DEFAULT_DELIVERY_LIMIT, type Bus, type RetryPolicy } from './bus.js';
+import { configFields, loadConfig, z } from './config.js';
+import { createPgliteDb, createPostgresDb, DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_STATEMENT_TIMEOUT_MS, type Db } from './db.js';
+import type { MigrationMode } from './migrations.js';
 import type { ReadinessCheck } from './http.js';
 import type { Logger } from './logger.js';
 import { httpRevocationLoader, RevocationList, startRevocationFeed, type RevocationSnapshot } from './revocations.js';
@@ -15,6 +17,9 @@ export const API_AUDIENCE = 'urn:merx:api';
 
 export const issuerOf = (publicUrl: string) => `${publicUrl}/oauth`;
 
+/** Where an oauth service publishes its signing keys, from its own origin. */
+export const jwksUrlOf = (oauthUrl: string) => `${oauthUrl}/oauth/jwks`;
+
 /** Settings every backend service needs in the distributed mode. */
 export const distributedServiceConfig = (defaultPort: number) =>
   z.object({
@@ -23,12 +28,35 @@ export const distributedServiceConfig = (defaultPort: number) =>
     LOG_LEVEL: configFields.logLevel,
     DATABASE_URL: configFields.databaseUrl,
     AMQP_URL: configFields.amqpUrl,
+    MERX_DEPLOYMENT: deploymentField,
     MERX_PUBLIC_URL: configFields.httpUrl('http://localhost:8080'),
-    MERX_JWKS_URL: configFields.httpUrl('http://oauth:3001/oauth/jwks'),
     MERX_DB_POOL_SIZE: configFields.positiveInt(10),
-    // Where the revocation list is loaded from at start (GET /internal/v1/revocations, service network only).
+    MERX_MIGRATIONS: configFields.migrationMode,
+    MERX_SERVICE_TOKEN: configFields.secret('the credential services present to each other\'s internal routes'),
+    MERX_DB_CONNECT_TIMEOUT_MS: configFields.milliseconds(DEFAULT_CONNECT_TIMEOUT_MS),
+    MERX_DB_STATEMENT_TIMEOUT_MS: configFields.milliseconds(DEFAULT_STATEMENT_TIMEOUT_MS),
+    MERX_DB_PREPARED_STATEMENTS: configFields.preparedStatements,
+    // The oauth service on the service network: the revocation list is loaded from it at start
+    // (GET /internal/v1/revocations) and, unless MERX_JWKS_URL says otherwise, its signing keys.
     MERX_OAUTH_URL: configFields.httpUrl('http://oauth:3001').default('http://oauth:3001'),
+    MERX_JWKS_URL: configFields.httpUrl('http://oauth:3001/oauth/jwks').optional(),
+    ...busRetrySettings,
   });
+
+/** How every bus retries a failed delivery (both modes): waits between deliveries, then the poison queue. */
+export const busRetrySettings = {
+  MERX_BUS_RETRY_SCHEDULE: configFields.durations(DEFAULT_BUS_RETRY_SCHEDULE),
+  MERX_BUS_DELIVERY_LIMIT: configFields.positiveInt(DEFAULT_DELIVERY_LIMIT),
+};
+
+export function busRetryPolicyOf(config: { MERX_BUS_RETRY_SCHEDULE: number[]; MERX_BUS_DELIVERY_LIMIT: number }): RetryPolicy {
+  return { delaysMs: config.MERX_BUS_RETRY_SCHEDULE, deliveryLimit: config.MERX_BUS_DELIVERY_LIMIT };
+}
+
+/** The retry policy from an environment (the embedded mode, the launcher's broker cleanup). */
+export function busRetryPolicyFromEnv(env: Record<string, string | undefined>): RetryPolicy {
+  return busRetryPolicyOf(loadConfig('bus', z.object(busRetrySettings), env));
+}
 
 export type DistributedServiceConfig = z.infer<ReturnType<typeof distributedServiceConfig>>;
 
@@ -40,6 +68,8 @@ export interface Infrastructure {
   revocations: RevocationList;
   /** /readyz fails until the revocation list is loaded. */
   readiness: ReadinessCheck[];
+  /** Whether this process migrates its schema at start or only checks it (MERX_MIGRATIONS). */
+  migrationMode: MigrationMode;
   close(): Promise<void>;
 }
 
@@ -49,24 +79,31 @@ export interface InfrastructureOptions {
 }
 
 export async function connectDistributedInfrastructure(service: string, config: DistributedServiceConfig, logger: Logger, options: InfrastructureOptions = {}): Promise<Infrastructure> {
-  const db = createPostgresDb(config.DATABASE_URL, { maxConnections: config.MERX_DB_POOL_SIZE, applicationName: `merx-${service}` });
+  const db = createPostgresDb(config.DATABASE_URL, {
+    maxConnections: config.MERX_DB_POOL_SIZE,
+    applicationName: `merx-${service}`,
+    connectTimeoutMs: config.MERX_DB_CONNECT_TIMEOUT_MS,
+    statementTimeoutMs: config.MERX_DB_STATEMENT_TIMEOUT_MS,
+    preparedStatements: config.MERX_DB_PREPARED_STATEMENTS,
+  });
   await db.ping();
-  const bus = await AmqpBus.connect({ url: config.AMQP_URL, service, logger });
+  const bus = await AmqpBus.connect({ url: config.AMQP_URL, service, logger, deployment: config.MERX_DEPLOYMENT, retry: busRetryPolicyOf(config) });
   const revocations = new RevocationList({ maxTokenLifetimeSeconds: DEFAULT_MAX_TOKEN_LIFETIME_SECONDS });
   const feed = await startRevocationFeed({
     list: revocations,
     bus,
     service,
     logger,
-    load: options.loadRevocations ? options.loadRevocations(db) : httpRevocationLoader(config.MERX_OAUTH_URL),
+    load: options.loadRevocations ? options.loadRevocations(db) : httpRevocationLoader(config.MERX_OAUTH_URL, config.MERX_SERVICE_TOKEN),
   });
-  const verifier = createJwksTokenVerifier({ jwksUrl: config.MERX_JWKS_URL, issuer: issuerOf(config.MERX_PUBLIC_URL), audience: API_AUDIENCE, revocations });
+  const verifier = createJwksTokenVerifier({ jwksUrl: config.MERX_JWKS_URL ?? jwksUrlOf(config.MERX_OAUTH_URL), issuer: issuerOf(config.MERX_PUBLIC_URL), audience: API_AUDIENCE, revocations });
   return {
     db,
     bus,
     verifier,
     revocations,
     readiness: [feed.readiness],
+    migrationMode: config.MERX_MIGRATIONS,
     async close() {
       await feed.stop();
       await bus.close();
@@ -101,7 +138,7 @@ function processIsAlive(pid: number): boolean {
  * our own lock file (with a pid we can check) says whether that file is stale. PostgreSQL's WAL
  * replay restores every committed transaction once it is gone.
  */
-function claimDataDir(dataDir: string): () => void {
+export function claimDataDir(dataDir: string): () => void {
   const lockFile = path.join(dataDir, 'merx.pid');
   mkdirSync(dataDir, { recursive: true });
   const holder = Number.parseInt(existsSync(lockFile) ? readFileSync(lockFile, 'utf8') : '', 10);

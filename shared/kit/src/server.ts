@@ -15,9 +15,10 @@ export async function listen(app: Koa, port: number, host = '127.0.0.1'): Promis
   server.keepAliveTimeout = 65_000; // longer than the gateway's pool keep-alive, so it never reuses a socket we just closed
   server.headersTimeout = 66_000;
   await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
+    const refuse = (error: NodeJS.ErrnoException) => reject(error.code === 'EADDRINUSE' ? new PortInUse(host, port) : error);
+    server.once('error', refuse);
     server.listen(port, host, () => {
-      server.off('error', reject);
+      server.off('error', refuse);
       resolve();
     });
   });
@@ -33,6 +34,28 @@ export async function listen(app: Koa, port: number, host = '127.0.0.1'): Promis
         setTimeout(() => server.closeAllConnections(), 2_000).unref();
       }),
   };
+}
+
+/** Another process listens on the port a service was told to use: a start-up failure with one clear line. */
+export class PortInUse extends Error {
+  constructor(
+    readonly host: string,
+    readonly port: number,
+  ) {
+    super(`port ${port} on ${host} is in use by another process; stop it or choose another PORT`);
+    this.name = 'PortInUse';
+  }
+}
+
+/** Fails with PortInUse unless the port can be listened on now (before a start writes anything). */
+export async function ensurePortFree(port: number, host: string): Promise<void> {
+  if (port === 0) return;
+  const { createServer: createNetServer } = await import('node:net');
+  await new Promise<void>((resolve, reject) => {
+    const probe = createNetServer();
+    probe.once('error', (error: NodeJS.ErrnoException) => reject(error.code === 'EADDRINUSE' ? new PortInUse(host, port) : error));
+    probe.listen(port, host, () => probe.close(() => resolve()));
+  });
 }
 
 /** A port free right now, for a process that must know its address before it listens (issuer URLs). */

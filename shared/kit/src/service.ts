@@ -5,7 +5,7 @@ import { createServiceApp, type ReadinessCheck } from './http.js';
 import { purgeExpiredIdempotencyKeys } from './idempotency.js';
 import type { Logger } from './logger.js';
 import { scheduleMaintenance, type MaintenanceTask } from './maintenance.js';
-import { migrateSchema, type Migration } from './migrations.js';
+import { migrateSchema, type Migration, type MigrationMode } from './migrations.js';
 import { Outbox, OutboxRelay } from './outbox.js';
 import { listen, type RunningServer } from './server.js';
 
@@ -14,6 +14,8 @@ export interface ServiceDefinition {
   name: string;
   schema: string;
   migrations: Migration[];
+  /** `verify` when the deployment's migrate command owns the schema (default `apply`). */
+  migrationMode?: MigrationMode;
   db: Db;
   bus: Bus;
   logger: Logger;
@@ -41,7 +43,7 @@ export interface RunningService extends RunningServer {
  */
 export async function startService(definition: ServiceDefinition): Promise<RunningService> {
   const { db, bus, logger, schema } = definition;
-  await migrateSchema(db, schema, definition.migrations);
+  await migrateSchema(db, schema, definition.migrations, definition.migrationMode);
   await definition.prepare?.();
   const outbox = new Outbox(db, schema);
   const relay = new OutboxRelay({ db, bus, outbox, logger, service: definition.name });
@@ -51,11 +53,12 @@ export async function startService(definition: ServiceDefinition): Promise<Runni
     readiness: [
       { name: 'database', check: () => db.ping() },
       {
+        // Writes go on without the broker (their events wait in the outbox), so a lost broker
+        // degrades the service instead of taking it out of its load balancer.
         name: 'bus',
-        check: () => {
-          if (!bus.isConnected()) throw new Error('broker not connected');
-        },
+        check: () => (bus.isConnected() ? undefined : 'broker not connected: events wait in the outbox and consumers are paused'),
       },
+      { name: 'poison', check: () => poisonDetail(bus) },
       ...(definition.readiness ?? []),
     ],
     ...(definition.beforeJsonBody ? { beforeJsonBody: (koa: Koa) => definition.beforeJsonBody!(koa, outbox) } : {}),
@@ -77,4 +80,19 @@ export async function startService(definition: ServiceDefinition): Promise<Runni
       await relay.stop();
     },
   };
+}
+
+/**
+ * Poisoned messages make a service degraded, never unready: it still serves and consumes, and
+ * taking it out of rotation would not bring them back. The detail names the queues and the way
+ * to list and replay them. A broker that cannot answer is the bus check's to report.
+ */
+async function poisonDetail(bus: Bus): Promise<string | undefined> {
+  const queues = bus.poison.consumedQueues();
+  if (queues.length === 0) return undefined;
+  const counts = await bus.poison.counts(queues).catch(() => ({}) as Record<string, number>);
+  const poisoned = Object.entries(counts).filter(([, count]) => count > 0);
+  if (poisoned.length === 0) return undefined;
+  const listed = poisoned.map(([queue, count]) => `${count} in ${queue}`).join(', ');
+  return `poisoned messages: ${listed}; list and replay them with GET /admin/v1/bus/poison and POST /admin/v1/bus/poison/replay`;
 }

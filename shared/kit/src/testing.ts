@@ -6,6 +6,8 @@ import { createPostgresDb, type Db } from './db.js';
 import type { Bus } from './bus.js';
 import type { MerxEvent } from './events.js';
 
+export * from './testing-browser.js';
+
 /**
  * Test support for service component suites (`@merx/kit/testing`): kept out of the main entry
  * point so no production code path can reach it.
@@ -99,6 +101,7 @@ export class HandledDeliveries {
           for (const check of this.waiters) check();
         }),
       isConnected: () => bus.isConnected(),
+      poison: bus.poison,
       close: () => bus.close(),
     };
   }

@@ -1,29 +1,32 @@
 import assert from 'node:assert/strict';
-import { AmqpBus, buildEvent, EVENTS_EXCHANGE, poisonQueueOf, Unavailable, type DeliveryInfo, type MerxEvent } from '../src/index.js';
-import { AMQP_URL, deleteQueues, silentLogger, TcpProxy, uniqueName, waitFor, withAmqpChannel, withAmqpConnection } from './support.js';
+import { AmqpBus, brokerNamesOf, buildEvent, poisonQueueOf, Unavailable, type DeliveryInfo, type MerxEvent } from '../src/index.js';
+import { AMQP_URL, deleteDeployment, deleteWorkQueue, silentLogger, TcpProxy, testDeployment, uniqueName, waitFor, withAmqpChannel, withAmqpConnection } from './support.js';
 
 const MERCHANT = 'mch_01jd3k7q8m2x4v6b9c0d1e2f3g';
 
 describe('AmqpBus against RabbitMQ', () => {
   // Every run publishes under its own first routing-key word, so parallel runs never see each other.
   const area = uniqueName('kittest');
+  const deployment = testDeployment();
+  const names = brokerNamesOf(deployment);
   const queues: string[] = [];
   let bus: AmqpBus;
 
+  /** A logical queue name; the bus adds the deployment prefix, which cleanup needs. */
   const queueName = () => {
     const queue = `${uniqueName('kit-test-')}.events`;
-    queues.push(queue, poisonQueueOf(queue));
+    queues.push(names.queue(queue));
     return queue;
   };
   const event = (action: string, n = 0): MerxEvent => buildEvent(`${area}.${action}`, MERCHANT, { object: { n } });
 
   before(async () => {
-    bus = await AmqpBus.connect({ url: AMQP_URL, service: 'kit-test', logger: silentLogger });
+    bus = await AmqpBus.connect({ url: AMQP_URL, service: 'kit-test', logger: silentLogger, deployment });
   });
 
   after(async () => {
     await bus?.close();
-    if (queues.length > 0) await deleteQueues(...queues);
+    await deleteDeployment(deployment, queues);
   });
 
   it('publishes with confirms and delivers to a bound durable queue', async () => {
@@ -76,7 +79,7 @@ describe('AmqpBus against RabbitMQ', () => {
     await waitFor(
       () =>
         withAmqpChannel(async (channel) => {
-          const message = await channel.get(poisonQueueOf(queue), { noAck: true });
+          const message = await channel.get(poisonQueueOf(names.queue(queue)), { noAck: true });
           if (message) poisoned = JSON.parse(message.content.toString('utf8')) as MerxEvent;
           return poisoned !== undefined;
         }),
@@ -90,7 +93,7 @@ describe('AmqpBus against RabbitMQ', () => {
     );
     assert.equal(deliveries[0]!.redelivered, false);
     assert.ok(deliveries.slice(1).every((d) => d.redelivered));
-    const remaining = await withAmqpChannel((channel) => channel.checkQueue(queue));
+    const remaining = await withAmqpChannel((channel) => channel.checkQueue(names.queue(queue)));
     assert.equal(remaining.messageCount, 0, 'the poisoned message no longer blocks the work queue');
     await consumer.close();
   });
@@ -122,7 +125,7 @@ describe('AmqpBus against RabbitMQ', () => {
       confirm.on('return', () => {
         returned = true;
       });
-      confirm.publish(EVENTS_EXCHANGE, `${area}.observed`, Buffer.from('{}'), { mandatory: true });
+      confirm.publish(names.exchange, `${area}.observed`, Buffer.from('{}'), { mandatory: true });
       await confirm.waitForConfirms();
       return returned;
     });
@@ -131,7 +134,7 @@ describe('AmqpBus against RabbitMQ', () => {
 
   it('reconnects and resumes consuming after the connection drops', async () => {
     const proxy = await TcpProxy.start();
-    const flaky = await AmqpBus.connect({ url: proxy.urlFor(), service: 'kit-test', logger: silentLogger, reconnectMinMs: 10, reconnectMaxMs: 50 });
+    const flaky = await AmqpBus.connect({ url: proxy.urlFor(), service: 'kit-test', logger: silentLogger, deployment, reconnectMinMs: 10, reconnectMaxMs: 50 });
     try {
       const received: string[] = [];
       await flaky.consume({ queue: queueName(), bindings: [`${area}.resumed`] }, async (e) => void received.push(e.id));
@@ -152,7 +155,7 @@ describe('AmqpBus against RabbitMQ', () => {
 
   it('does not come back to life when closed while reconnecting', async () => {
     const proxy = await TcpProxy.start();
-    const bus2 = await AmqpBus.connect({ url: proxy.urlFor(), service: 'kit-test', logger: silentLogger, reconnectMinMs: 10, reconnectMaxMs: 50 });
+    const bus2 = await AmqpBus.connect({ url: proxy.urlFor(), service: 'kit-test', logger: silentLogger, deployment, reconnectMinMs: 10, reconnectMaxMs: 50 });
     try {
       proxy.stalling = true;
       proxy.cut();
@@ -170,8 +173,80 @@ describe('AmqpBus against RabbitMQ', () => {
     }
   });
 
+  it('keeps two deployments on one broker apart: neither sees the other\'s events, on the same queue and topic names', async () => {
+    const other = testDeployment();
+    const otherBus = await AmqpBus.connect({ url: AMQP_URL, service: 'kit-test', logger: silentLogger, deployment: other });
+    const queue = queueName();
+    const seen = { ours: [] as string[], theirs: [] as string[] };
+    const ours = await bus.consume({ queue, bindings: [`${area}.apart`] }, async (e) => void seen.ours.push(e.id));
+    const theirs = await otherBus.consume({ queue, bindings: [`${area}.apart`] }, async (e) => void seen.theirs.push(e.id));
+    try {
+      const mine = [event('apart', 1), event('apart', 2)];
+      const yours = [event('apart', 3)];
+      await bus.publish(mine);
+      await otherBus.publish(yours);
+      await waitFor(() => seen.ours.length >= 2 && seen.theirs.length >= 1, 'each deployment to receive its own events');
+      // A last event through each: once it arrives, anything misrouted before it would have too.
+      const lastOurs = event('apart', 4);
+      const lastTheirs = event('apart', 5);
+      await bus.publish([lastOurs]);
+      await otherBus.publish([lastTheirs]);
+      await waitFor(() => seen.ours.includes(lastOurs.id) && seen.theirs.includes(lastTheirs.id), 'the closing events');
+      assert.deepEqual(seen.ours.sort(), [...mine, lastOurs].map((e) => e.id).sort());
+      assert.deepEqual(seen.theirs.sort(), [...yours, lastTheirs].map((e) => e.id).sort());
+      assert.notEqual(names.queue(queue), brokerNamesOf(other).queue(queue));
+    } finally {
+      await ours.close();
+      await theirs.close();
+      await otherBus.close();
+      await deleteDeployment(other, [brokerNamesOf(other).queue(queue)]);
+    }
+  });
+
+  it('drains a queue named before deployment prefixes into the handler, then deletes it (default deployment)', async () => {
+    // The default deployment is the only one with legacy names. Queue and topic are this run's own,
+    // so sharing the default exchange with a real deployment on this broker disturbs nothing.
+    const legacy = `${uniqueName('kit-legacy-')}.events`;
+    const defaults = brokerNamesOf();
+    const topic = `${area}.legacy`;
+    const held = [event('legacy', 1), event('legacy', 2), event('legacy', 3)];
+    await withAmqpConnection(async (connection) => {
+      // What the previous version declared and left behind, holding events it never consumed.
+      const channel = await connection.createConfirmChannel();
+      await channel.assertExchange(defaults.exchange, 'topic', { durable: true });
+      await channel.assertQueue(legacy, { durable: true, arguments: { 'x-queue-type': 'quorum' } });
+      await channel.bindQueue(legacy, defaults.exchange, topic);
+      for (const e of held) channel.publish(defaults.exchange, topic, Buffer.from(JSON.stringify(e)), { persistent: true });
+      await channel.waitForConfirms();
+    });
+    const upgraded = await AmqpBus.connect({ url: AMQP_URL, service: 'kit-test', logger: silentLogger, deployment: defaults.deployment });
+    const received: string[] = [];
+    const consumer = await upgraded.consume({ queue: legacy, bindings: [topic] }, async (e) => void received.push(e.id));
+    try {
+      const gone = () =>
+        withAmqpChannel((channel) => channel.checkQueue(legacy).then(() => false, () => true));
+      await waitFor(async () => held.every((e) => received.includes(e.id)) && (await gone()), 'the held events handled and the old queue deleted');
+      // From now on events reach the new queue alone: each arrives once.
+      const fresh = [event('legacy', 4), event('legacy', 5)];
+      await upgraded.publish(fresh);
+      await waitFor(() => fresh.every((e) => received.includes(e.id)), 'events published after the upgrade');
+      assert.deepEqual(
+        received.filter((id) => fresh.some((e) => e.id === id)).sort(),
+        fresh.map((e) => e.id).sort(),
+      );
+      assert.deepEqual([...new Set(received)].sort(), [...held, ...fresh].map((e) => e.id).sort(), 'nothing held in the old queue was lost');
+    } finally {
+      await consumer.close();
+      await upgraded.close();
+      await withAmqpChannel(async (channel) => {
+        await deleteWorkQueue(channel, defaults.queue(legacy));
+        await channel.deleteQueue(legacy);
+      });
+    }
+  });
+
   it('fails fast with Unavailable once closed', async () => {
-    const closing = await AmqpBus.connect({ url: AMQP_URL, service: 'kit-test', logger: silentLogger });
+    const closing = await AmqpBus.connect({ url: AMQP_URL, service: 'kit-test', logger: silentLogger, deployment });
     await closing.close();
     assert.equal(closing.isConnected(), false);
     await assert.rejects(closing.publish([event('late')]), Unavailable);

@@ -14,7 +14,6 @@ import {
   MAX_BODY_BYTES,
   mountRouter,
   newId,
-  PROBLEM_CONTENT_TYPE,
   requestBody,
   requireScope,
   ValidationFailed,
@@ -187,6 +186,60 @@ describe('createServiceApp over HTTP', () => {
     const empty = await call('POST', '/things');
     assert.equal(empty.status, 201);
     assert.equal(empty.json.received, null);
+  });
+
+  describe('bodies and targets no storage could hold, and encodings that lie', () => {
+    const json = { 'content-type': 'application/json' };
+    const post = (body: string | Buffer, headers: Record<string, string> = {}) => call('POST', '/things', { headers: { ...json, ...headers }, body });
+
+    it('takes gzip, deflate and br bodies, and refuses bodies that are not what their Content-Encoding says with 400', async () => {
+      const { gzipSync, deflateSync, brotliCompressSync } = await import('node:zlib');
+      const document = Buffer.from(JSON.stringify({ sku: 'ZIP-1' }));
+      for (const [encoding, compress] of [['gzip', gzipSync], ['deflate', deflateSync], ['br', brotliCompressSync]] as const) {
+        const accepted = await post(compress(document), { 'content-encoding': encoding });
+        assert.equal(accepted.status, 201, accepted.text);
+        assert.deepEqual(accepted.json.received, { sku: 'ZIP-1' });
+        assertProblem(await post(document, { 'content-encoding': encoding }), 400, 'malformed_request');
+      }
+      assertProblem(await post(document, { 'content-encoding': 'zstd' }), 415, 'unsupported_media_type');
+    });
+
+    it('refuses a compressed body that grows past 1 MiB with 413', async () => {
+      const { gzipSync } = await import('node:zlib');
+      const bomb = gzipSync(Buffer.from(`{"pad":"${'a'.repeat(2 * MAX_BODY_BYTES)}"}`));
+      assert.ok(bomb.length < 10_000);
+      assertProblem(await post(bomb, { 'content-encoding': 'gzip' }), 413, 'payload_too_large');
+    });
+
+    it('refuses JSON nested deeper than 64 levels with 400, without running out of stack', async () => {
+      assertProblem(await post(`${'['.repeat(10_000)}${']'.repeat(10_000)}`), 400, 'malformed_request');
+      assertProblem(await post(`{"a":${'{"a":'.repeat(9_999)}1${'}'.repeat(10_000)}`), 400, 'malformed_request');
+      assert.equal((await post(`${'['.repeat(64)}${']'.repeat(64)}`)).status, 201);
+      assert.equal((await post(JSON.stringify({ text: '[[[[[[[[[['.repeat(100) }))).status, 201, 'brackets inside strings do not count');
+    });
+
+    it('refuses NUL and unpaired surrogates anywhere in the body with 422 naming the field', async () => {
+      const nul = await post('{"title":"a\\u0000b"}');
+      assertProblem(nul, 422, 'validation_failed');
+      assert.deepEqual((nul.json.errors as Array<{ field: string; code: string }>).map((error) => [error.field, error.code]), [['title', 'invalid_string']]);
+      const surrogate = await post('{"owner":{"names":["ok","x\\ud800"]},"x\\udc00":1}');
+      assertProblem(surrogate, 422, 'validation_failed');
+      assert.deepEqual((surrogate.json.errors as Array<{ field: string }>).map((error) => error.field).sort(), ['owner.names[1]', '["x\\udc00"]'].sort());
+      assert.equal((await post('{"emoji":"\\ud83d\\ude00"}')).status, 201, 'a surrogate pair is fine');
+    });
+
+    it('refuses bodies that are not UTF-8, or say another charset', async () => {
+      assertProblem(await post(Buffer.from([0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xff, 0x22, 0x7d])), 400, 'malformed_request');
+      assertProblem(await post('{"a":1}', { 'content-type': 'application/json; charset=latin1' }), 415, 'unsupported_media_type');
+    });
+
+    it('refuses NUL and broken escapes in the query and the path', async () => {
+      const query = await call('GET', '/things?sku=%00');
+      assertProblem(query, 422, 'validation_failed');
+      assert.equal((query.json.errors as Array<{ field: string }>)[0]!.field, 'sku');
+      assertProblem(await call('DELETE', '/things/prod_%00'), 400, 'malformed_request');
+      assertProblem(await call('DELETE', '/things/prod_%E0%A4'), 400, 'malformed_request');
+    });
   });
 
   it('answers a known route with the wrong method with 405 and an Allow header', async () => {

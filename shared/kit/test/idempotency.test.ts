@@ -6,6 +6,7 @@ import {
   createServiceApp,
   IDEMPOTENCY_WINDOW_MS,
   idempotencyMiddleware,
+  idempotencyByCredentialMigration,
   idempotencyMigration,
   listen,
   migrateSchema,
@@ -62,7 +63,7 @@ describe('idempotencyMiddleware with PostgreSQL over HTTP', () => {
   before(async () => {
     db = await connectPostgres();
     schema = uniqueName('kit_test_');
-    await migrateSchema(db, schema, [idempotencyMigration]);
+    await migrateSchema(db, schema, [idempotencyMigration, idempotencyByCredentialMigration]);
 
     const router = new Router();
     const createThing = async (ctx: RouterContext) => {
@@ -95,7 +96,7 @@ describe('idempotencyMiddleware with PostgreSQL over HTTP', () => {
       routes(routesApp) {
         routesApp.use(async (ctx, next) => {
           const merchantId = ctx.get('x-test-merchant');
-          if (merchantId) ctx.state.auth = { merchantId };
+          if (merchantId) ctx.state.auth = { merchantId, clientId: ctx.get('x-test-client') || 'mx_test_client' };
           return next();
         });
         routesApp.use(idempotencyMiddleware(db, schema, { now: () => Date.now() + clockOffsetMs }));
@@ -212,6 +213,29 @@ describe('idempotencyMiddleware with PostgreSQL over HTTP', () => {
     assert.equal(runs, 2);
   });
 
+  it('scopes keys to the credential: the same key and body from another client id is a fresh request, never a replay', async () => {
+    const key = uniqueName('key-');
+    const first = await post('/things', { title: 'A' }, { 'idempotency-key': key, 'x-test-client': 'mx_test_full' });
+    const other = await post('/things', { title: 'A' }, { 'idempotency-key': key, 'x-test-client': 'mx_test_narrow' });
+    assert.equal(other.status, 201, other.text);
+    assert.equal(other.headers['idempotent-replayed'], undefined);
+    assert.notEqual(other.json.id, first.json.id);
+    const replay = await post('/things', { title: 'A' }, { 'idempotency-key': key, 'x-test-client': 'mx_test_full' });
+    assert.equal(replay.text, first.text);
+    assert.equal(runs, 2);
+  });
+
+  it('honours a key stored before keys were per credential, for any credential of its merchant', async () => {
+    const key = uniqueName('key-');
+    const first = await post('/things', { title: 'Legacy' }, { 'idempotency-key': key, 'x-test-client': 'mx_test_before' });
+    // As the row looked when the migration gave it the client id ''.
+    await db.query(`UPDATE ${schema}.idempotency_keys SET client_id = '' WHERE key = $1`, [key]);
+    const replay = await post('/things', { title: 'Legacy' }, { 'idempotency-key': key, 'x-test-client': 'mx_test_after' });
+    assert.equal(replay.text, first.text);
+    assert.equal(replay.headers['idempotent-replayed'], 'true');
+    assert.equal(runs, 1);
+  });
+
   it('runs every request without a key, and refuses an overlong key', async () => {
     await post('/things', { title: 'A' });
     await post('/things', { title: 'A' });
@@ -244,7 +268,7 @@ describe('idempotencyMiddleware with PostgreSQL over HTTP', () => {
     assert.notEqual(later.text, first.text);
     assert.equal(runs, 2);
 
-    // A replica that died mid-request leaves its claim behind in the running state.
+    // A claim written by an earlier version (committed apart from its work) by a replica that died mid-request.
     const abandoned = uniqueName('key-');
     const requestHash = createHash('sha256').update('POST /things\n{"title":"Crash"}').digest('hex');
     await db.query(

@@ -8,12 +8,12 @@ import {
   Outbox,
   OutboxRelay,
   outboxMigration,
-  poisonQueueOf,
+  brokerNamesOf,
   type Consumer,
   type Db,
   type MerxEvent,
 } from '../src/index.js';
-import { AMQP_URL, connectPostgres, deleteQueues, dropSchema, silentLogger, TcpProxy, uniqueName, waitFor, within } from './support.js';
+import { AMQP_URL, connectPostgres, deleteDeployment, dropSchema, silentLogger, TcpProxy, testDeployment, uniqueName, waitFor, within } from './support.js';
 
 const MERCHANT = 'mch_01jd3k7q8m2x4v6b9c0d1e2f3g';
 
@@ -26,6 +26,7 @@ describe('outbox and inbox across broker connection failures (PostgreSQL + Rabbi
   this.timeout(90_000);
 
   const area = uniqueName('kittest');
+  const deployment = testDeployment();
   const queues: string[] = [];
   let db: Db;
   let schema: string;
@@ -34,12 +35,12 @@ describe('outbox and inbox across broker connection failures (PostgreSQL + Rabbi
 
   const countOf = async (sql: string) => Number((await db.query<{ n: number }>(sql)).rows[0]!.n);
   const reconnectingBus = (url: string, service: string) =>
-    AmqpBus.connect({ url, service, logger: silentLogger, reconnectMinMs: 20, reconnectMaxMs: 200 });
+    AmqpBus.connect({ url, service, logger: silentLogger, deployment, reconnectMinMs: 20, reconnectMaxMs: 200 });
 
   /** A durable-queue consumer that records each event once, counting the duplicates it drops. */
   async function inboxConsumer(bus: AmqpBus, consumerName: string, table: string) {
     const queue = `${uniqueName('kit-test-')}.events`;
-    queues.push(queue, poisonQueueOf(queue));
+    queues.push(brokerNamesOf(deployment).queue(queue));
     const tally = { handled: 0, duplicates: 0 };
     const consumer: Consumer = await bus.consume({ queue, bindings: [`${area}.${consumerName}.*`], prefetch: 32, deliveryLimit: 100 }, async (event) => {
       const outcome = await handleEventOnce(db, schema, consumerName, event, async (tx) => {
@@ -94,7 +95,7 @@ describe('outbox and inbox across broker connection failures (PostgreSQL + Rabbi
   });
 
   after(async () => {
-    if (queues.length > 0) await deleteQueues(...queues);
+    await deleteDeployment(deployment, queues);
     if (db) {
       await dropSchema(db, schema);
       await db.close();

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 import type { PGlite } from '@electric-sql/pglite';
 import amqp, { type Channel, type ChannelModel } from 'amqplib';
-import { createLogger, createPostgresDb, openPglite, type Db } from '../src/index.js';
+import { createLogger, createPostgresDb, DEFAULT_RETRY_POLICY, openPglite, poisonQueueOf, retryDelaysOf, retryQueueOf, type Db, type RetryPolicy } from '../src/index.js';
 
 export const silentLogger = createLogger('kit-test', 'silent');
 
@@ -98,6 +98,22 @@ export async function withAmqpChannel<T>(work: (channel: Channel) => Promise<T>)
 export async function deleteQueues(...queues: string[]): Promise<void> {
   await withAmqpChannel(async (channel) => {
     for (const queue of queues) await channel.deleteQueue(queue);
+  });
+}
+
+/** A deployment name of this run's own, so its exchange and queues are apart from every other run's. */
+export const testDeployment = () => uniqueName('kt-');
+
+/** A work queue by its broker name, with the poison and retry queues the bus declared beside it. */
+export async function deleteWorkQueue(channel: Channel, queue: string, retry: RetryPolicy = DEFAULT_RETRY_POLICY): Promise<void> {
+  for (const name of [queue, poisonQueueOf(queue), ...retryDelaysOf(retry).map((ms) => retryQueueOf(queue, ms))]) await channel.deleteQueue(name);
+}
+
+/** What a test deployment left on the broker: its work queues (by broker name) and its exchange. */
+export async function deleteDeployment(deployment: string, brokerQueues: string[], retry: RetryPolicy = DEFAULT_RETRY_POLICY): Promise<void> {
+  await withAmqpChannel(async (channel) => {
+    for (const queue of brokerQueues) await deleteWorkQueue(channel, queue, retry);
+    await channel.deleteExchange(`${deployment}.events`);
   });
 }
 

@@ -1,4 +1,4 @@
-import { problemTypes, type ProblemCode } from '../errors.js';
+import { problemTypes, problemTypeUri, type ProblemCode } from '../errors.js';
 import { scopeDescriptions } from '../scopes.js';
 import type { HeaderObject, JsonSchema, ParameterObject, Reference, ResponseObject, SecuritySchemeObject } from './types.js';
 
@@ -49,7 +49,6 @@ export const headers: Record<string, HeaderObject> = {
     required: true,
     schema: { type: 'string', pattern: '^(Bearer|Basic)\\b' },
   },
-  Allow: { description: 'Methods the path does allow.', required: true, schema: { type: 'string' } },
   Location: {
     description: 'Path of the created resource, e.g. `/api/v1/webhooks/subscriptions/wh_...`.',
     required: true,
@@ -67,6 +66,12 @@ export function commonHeaders(extra: Record<string, Reference> = {}): Record<str
   };
 }
 
+/** The same response with one example of its body, shown by the API reference. */
+function withExample(response: ResponseObject, summary: string, value: unknown): ResponseObject {
+  const [mediaType, media] = Object.entries(response.content!)[0]!;
+  return { ...response, content: { [mediaType]: { ...media, examples: { example: { summary, value } } } } };
+}
+
 function problemResponse(description: string, codes: ProblemCode[], extraHeaders: Record<string, Reference> = {}): ResponseObject {
   const statuses = new Set(codes.map((code) => problemTypes[code].status));
   if (statuses.size !== 1) throw new Error(`problem response mixes statuses: ${codes.join(', ')}`);
@@ -81,16 +86,24 @@ function problemResponse(description: string, codes: ProblemCode[], extraHeaders
   };
 }
 
+/**
+ * What the gateway answers to a method a path does not allow. No operation has it (it answers
+ * for the methods that are not operations), so it lives in `x-merx-unrouted-responses` rather than
+ * among the components, where it would be a component nothing refers to.
+ */
+export const methodNotAllowedResponse: ResponseObject = (() => {
+  const response = problemResponse('The path exists but does not allow this method.', ['method_not_allowed']);
+  const allow: HeaderObject = { description: 'Methods the path does allow.', required: true, schema: { type: 'string' } };
+  return { ...response, headers: { ...response.headers, Allow: allow } };
+})();
+
 export const responses: Record<string, ResponseObject> = {
-  MalformedRequest: problemResponse('The request could not be parsed (malformed JSON, bad cursor, bad header).', ['malformed_request']),
+  MalformedRequest: problemResponse('The request could not be parsed: malformed, undecodable or too deeply nested JSON, a bad cursor or header, or a path not in canonical form.', ['malformed_request']),
   Unauthenticated: problemResponse('Missing, expired or invalid credentials.', ['unauthenticated'], {
     'WWW-Authenticate': ref('headers', 'WWWAuthenticate'),
   }),
   InsufficientScope: problemResponse('The token is valid but lacks the scope named in `required_scope`.', ['insufficient_scope']),
   NotFound: problemResponse('No such resource for this merchant (another tenant\'s resources look exactly like this).', ['not_found']),
-  MethodNotAllowed: problemResponse('The path exists but does not allow this method.', ['method_not_allowed'], {
-    Allow: ref('headers', 'Allow'),
-  }),
   Conflict: problemResponse('The change clashes with the current state (duplicate sku, disallowed status transition).', ['conflict']),
   CreateConflict: problemResponse(
     'Duplicate sku (`conflict`), or a request with the same Idempotency-Key is still running (`idempotency_key_in_use`).',
@@ -104,7 +117,25 @@ export const responses: Record<string, ResponseObject> = {
   PreconditionFailed: problemResponse('If-Match does not match the current ETag.', ['precondition_failed']),
   PayloadTooLarge: problemResponse('The body is larger than 1 MiB.', ['payload_too_large']),
   UnsupportedMediaType: problemResponse('The body is not sent as application/json.', ['unsupported_media_type']),
-  ValidationFailed: problemResponse('One or more fields are invalid; see `errors`.', ['validation_failed']),
+  ValidationFailed: withExample(
+    problemResponse(
+      'One or more fields are invalid, or a query parameter is one the operation does not take (`unknown_parameter`); see `errors`.',
+      ['validation_failed'],
+    ),
+    'Every field error at once, each field written one way',
+    {
+      type: problemTypeUri('validation_failed'),
+      title: problemTypes.validation_failed.title,
+      status: 422,
+      code: 'validation_failed',
+      detail: 'scopes[1]: nope:write is not a Merx scope; colour: colour is not an API key field',
+      request_id: 'req_01jd3k7q8m2x4v6b9c0d1e2f3g',
+      errors: [
+        { field: 'scopes[1]', code: 'invalid_scope', message: 'nope:write is not a Merx scope' },
+        { field: 'colour', code: 'unknown_field', message: 'colour is not an API key field' },
+      ],
+    },
+  ),
   CreateValidationFailed: problemResponse(
     'One or more fields are invalid (`validation_failed`, see `errors`), or the Idempotency-Key was used with another body (`idempotency_key_reused`).',
     ['validation_failed', 'idempotency_key_reused'],

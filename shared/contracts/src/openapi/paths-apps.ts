@@ -68,7 +68,7 @@ export const signingKeyRotationSchema: JsonSchema = {
   },
 };
 
-function operatorOperation(operation: Omit<OperationObject, 'security' | 'responses'>, success: OperationObject['responses']): OperationObject {
+export function operatorOperation(operation: Omit<OperationObject, 'security' | 'responses'>, success: OperationObject['responses']): OperationObject {
   return {
     ...operation,
     security: [{ operator: [] }],
@@ -102,7 +102,7 @@ export const appAdminPaths: Record<string, PathItem> = {
   '/admin/v1/signing-keys/rotate': {
     post: operatorOperation(
       {
-        operationId: 'signingKeys.admin.rotate',
+        operationId: 'signing_keys.admin.rotate',
         summary: 'Rotate the token signing keys',
         description:
           'The next key (already in the JWKS) starts signing, a new next key is published, and the former key stays in the JWKS until every token it signed has expired. No restart; no valid token stops verifying. Operators only.',
@@ -133,7 +133,7 @@ export const installedAppPaths: Record<string, PathItem> = {
     delete: bearerOperation(
       'merchant:write',
       {
-        operationId: 'apps.grant.revoke',
+        operationId: 'apps.uninstall',
         summary: 'Uninstall an app',
         description:
           'Revokes the merchant\'s grant to the app: its refresh tokens stop working at once and its access tokens are refused everywhere within a second. The app must ask for consent again. Emits `apps.grant_revoked`.',

@@ -8,7 +8,7 @@ const hash: JsonSchema = { type: 'string', pattern: '^[0-9a-f]{64}$' };
 export const auditEntrySchema: JsonSchema = {
   type: 'object',
   description: "One entry of the merchant's append-only, hash-chained audit log.",
-  required: ['id', 'object', 'sequence', 'occurred_at', 'actor', 'action', 'resource', 'changes', 'request_id', 'ip', 'event_id', 'hash', 'prev_hash'],
+  required: ['id', 'object', 'sequence', 'occurred_at', 'actor', 'action', 'resource', 'changes', 'request_id', 'ip', 'event_id', 'hash', 'hash_version', 'prev_hash'],
   additionalProperties: false,
   properties: {
     id: prefixedId('aud', 'Audit entry id.'),
@@ -38,7 +38,13 @@ export const auditEntrySchema: JsonSchema = {
     request_id: { type: ['string', 'null'], description: 'The request that caused it.' },
     ip: { type: ['string', 'null'] },
     event_id: prefixedId('evt', 'The event this entry records.'),
-    hash: { ...hash, description: 'SHA-256 over prev_hash and the canonical (RFC 8785) JSON of every other field.' },
+    hash: { ...hash, description: 'SHA-256 over prev_hash, a newline, and the canonical (RFC 8785) JSON of the hashed form named by hash_version.' },
+    hash_version: {
+      type: 'integer',
+      enum: [1],
+      description:
+        'The frozen form the hash covers. 1: `id`, `object`, `sequence`, `occurred_at`, `actor`, `action`, `resource`, `changes`, `request_id`, `ip`, `event_id`, `prev_hash` and `merchant_id`. Fields the API adds later are not hashed until a new version names them.',
+    },
     prev_hash: { ...hash, description: 'The previous entry\'s hash; 64 zeros for the first.' },
   },
 };

@@ -12,7 +12,7 @@ import {
   sourceKinds,
   sourceStatuses,
 } from './schemas-merchants.js';
-import type { JsonSchema, OperationObject, ParameterObject, PathItem, Reference, ResponseObject } from './types.js';
+import type { ExampleObject, JsonSchema, OperationObject, ParameterObject, PathItem, Reference, ResponseObject } from './types.js';
 
 /**
  * REST operations of the merchants service: the merchant's own settings, the configuration
@@ -31,6 +31,34 @@ const response = (description: string, schemaName: string, headers: Record<strin
   headers: commonHeaders(headers),
   content: jsonContent(ref('schemas', schemaName)),
 });
+
+const withExamples = (answer: ResponseObject, examples: Record<string, ExampleObject>): ResponseObject => ({
+  ...answer,
+  content: Object.fromEntries(Object.entries(answer.content ?? {}).map(([type, media]) => [type, { ...media, examples }])),
+});
+
+const exampleId = (prefix: string, tail: string) => `${prefix}_01jd3k7q8m2x4v6b9c0d1e${tail}`;
+const recordBatchResultExample = {
+  object: 'record_batch',
+  source_id: exampleId('src', '2f3g'),
+  accepted: 2,
+  duplicates: 1,
+  rejected: 1,
+  results: [
+    { index: 0, status: 'accepted', type: 'order', external_id: 'ORD-10042', record_id: exampleId('rec', '2f3a'), event_id: exampleId('evt', '2f3a'), errors: [] },
+    { index: 1, status: 'duplicate', type: 'review', external_id: 'REV-551', record_id: exampleId('rec', '0001'), event_id: exampleId('evt', '0001'), errors: [] },
+    { index: 2, status: 'accepted', type: 'campaign_spend', external_id: 'CMP-7-2026-11-22', record_id: exampleId('rec', '2f3c'), event_id: exampleId('evt', '2f3c'), errors: [] },
+    {
+      index: 3,
+      status: 'rejected',
+      type: 'alert',
+      external_id: 'ALERT-9',
+      record_id: null,
+      event_id: null,
+      errors: [{ field: 'data.message', code: 'required', message: 'data.message is required for an alert' }],
+    },
+  ],
+};
 
 const noContent: ResponseObject = { description: 'Deleted; no body.', headers: commonHeaders() };
 const withEtag = { ETag: ref('headers', 'ETag') };
@@ -301,7 +329,9 @@ export const recordPaths: Record<string, PathItem> = {
         requestBody: jsonBody('RecordBatchRequest'),
       },
       {
-        '200': response('What became of each record (or, with a repeated Idempotency-Key, the first answer replayed).', 'RecordBatchResult', idempotentReplay),
+        '200': withExamples(response('What became of each record (or, with a repeated Idempotency-Key, the first answer replayed).', 'RecordBatchResult', idempotentReplay), {
+          mixed: { summary: 'Accepted, duplicate and rejected records in one batch', value: recordBatchResultExample },
+        }),
       },
       ['MalformedRequest', 'NotFound', 'CreateConflict', 'PayloadTooLarge', 'UnsupportedMediaType', 'CreateValidationFailed'],
     ),

@@ -29,11 +29,17 @@ const errorStatus: Record<ErrorResponseName, string> = {
   CreateValidationFailed: '422',
 };
 
-/** Answers every bearer-authenticated operation can give, whatever it does. */
+/**
+ * Answers every bearer-authenticated operation can give, whatever it does. A 422 among them: a
+ * query parameter the operation does not declare is refused even where nothing else is validated.
+ */
 function bearerErrors(specific: ErrorResponseName[]): Record<string, Reference> {
   const result: Record<string, Reference> = {
+    // Any request: a path the gateway will not read one way only (an encoded / or NUL, a . segment).
+    '400': ref('responses', 'MalformedRequest'),
     '401': ref('responses', 'Unauthenticated'),
     '403': ref('responses', 'InsufficientScope'),
+    '422': ref('responses', 'ValidationFailed'),
     '429': ref('responses', 'RateLimited'),
     '500': ref('responses', 'Internal'),
     '503': ref('responses', 'Unavailable'),

@@ -57,6 +57,7 @@ export const merchantIdParameter: ParameterObject = { name: 'id', in: 'path', re
 const operatorErrors = {
   '401': ref('responses', 'Unauthenticated'),
   '404': ref('responses', 'NotFound'),
+  '422': ref('responses', 'ValidationFailed'),
   '500': ref('responses', 'Internal'),
   '503': ref('responses', 'Unavailable'),
 };
@@ -85,7 +86,6 @@ export const throttleAdminPaths: Record<string, PathItem> = {
         '400': ref('responses', 'MalformedRequest'),
         '413': ref('responses', 'PayloadTooLarge'),
         '415': ref('responses', 'UnsupportedMediaType'),
-        '422': ref('responses', 'ValidationFailed'),
         ...operatorErrors,
       },
     },
@@ -113,7 +113,6 @@ export const throttleAdminPaths: Record<string, PathItem> = {
         '400': ref('responses', 'MalformedRequest'),
         '413': ref('responses', 'PayloadTooLarge'),
         '415': ref('responses', 'UnsupportedMediaType'),
-        '422': ref('responses', 'ValidationFailed'),
         ...operatorErrors,
       },
     },

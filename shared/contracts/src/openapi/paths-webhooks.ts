@@ -103,7 +103,7 @@ export const webhookPaths: Record<string, PathItem> = {
     post: bearerOperation(
       'webhooks:write',
       {
-        operationId: 'webhooks.subscriptions.secret.rotate',
+        operationId: 'webhooks.subscriptions.rotate_secret',
         summary: 'Rotate a subscription\'s signing secret',
         description:
           'Generates a new secret, returned in `secret` in this response only. For 24 h (`previous_secret_expires_at`) every request carries two `webhook-signature` entries, one per secret, so receivers can switch without losing a delivery. Emits `webhooks.secret_rotated` (without the secret). Counts in the `sensitive` throttle class.',
@@ -190,7 +190,7 @@ export const webhookPaths: Record<string, PathItem> = {
     post: bearerOperation(
       'webhooks:write',
       {
-        operationId: 'webhooks.dead_letters.bulk.replay',
+        operationId: 'webhooks.dead_letters.replay_all',
         summary: 'Replay dead letters matching a filter',
         description:
           'Replays up to `limit` dead letters matching the filter (all of them without one): each becomes a new delivery of the same event id and payload, as `POST /api/v1/webhooks/dead-letters/{id}/replay` makes it. `has_more` says whether to send the request again. Counts in the `sensitive` throttle class.',

@@ -236,7 +236,7 @@ export const ruleCreateSchema: JsonSchema = {
     event_types: ruleProperties.event_types,
     condition: ruleProperties.condition,
     action: ruleProperties.action,
-    transform: { ...ruleTransformSchema, description: 'Required for `transform`, refused for the other actions.' },
+    transform: { $ref: '#/components/schemas/RuleTransform', description: 'Required for `transform`, refused for the other actions.' },
     enabled: { type: 'boolean', description: 'Defaults to true.' },
   },
 };
@@ -318,7 +318,7 @@ export const connectionUpdateSchema: JsonSchema = {
 /* Records ---------------------------------------------------------------------------------- */
 
 const recordType: JsonSchema = { type: 'string', enum: [...recordTypes], description: 'Emits orders.created, reviews.submitted, campaign_spend.updated or system_alerts.raised.' };
-const externalId: JsonSchema = { type: 'string', minLength: 1, maxLength: 255, description: 'The record\'s id in the source system; a record is accepted once per (source, type, external_id).' };
+export const externalId: JsonSchema = { type: 'string', minLength: 1, maxLength: 255, pattern: '\\S', description: 'The record\'s id in the source system; a record is accepted once per (source, type, external_id).' };
 const recordData: JsonSchema = {
   type: 'object',
   description: 'The record\'s own data (at most 64 KiB as JSON, nested at most 16 deep). An `alert` needs `message` (string) and may give `severity` (`warning` or `critical`).',
@@ -370,28 +370,7 @@ export const recordSchema: JsonSchema = {
   properties: {
     ...(ingestedRecordSchema.properties as Record<string, JsonSchema>),
     event_id: prefixedId('evt', 'The event it emitted.'),
-    routes: { type: 'array', items: recordRouteSchema, description: 'One entry per connection that considered it; empty until routing has run (moments after ingestion).' },
-  },
-};
-
-export const recordInputSchema: JsonSchema = {
-  type: 'object',
-  required: ['type', 'external_id', 'occurred_at', 'data'],
-  additionalProperties: false,
-  properties: { type: recordType, external_id: externalId, occurred_at: timestamp, data: recordData },
-};
-
-export const recordBatchRequestSchema: JsonSchema = {
-  type: 'object',
-  required: ['records'],
-  additionalProperties: false,
-  properties: {
-    records: {
-      type: 'array',
-      minItems: 1,
-      maxItems: MAX_RECORDS_PER_BATCH,
-      items: { type: 'object', description: 'A record (see RecordInput); each is checked on its own and a bad one is `rejected` without failing the rest.' },
-    },
+    routes: { type: 'array', items: { $ref: '#/components/schemas/RecordRoute' }, description: 'One entry per connection that considered it; empty until routing has run (moments after ingestion).' },
   },
 };
 
@@ -408,13 +387,8 @@ export const recordResultSchema: JsonSchema = {
     event_id: nullable(prefixedId('evt', 'The event an accepted record emitted (a duplicate emits nothing; this is the first one\'s).')),
     errors: {
       type: 'array',
-      description: 'Why a record was rejected (field paths relative to the record); empty otherwise.',
-      items: {
-        type: 'object',
-        required: ['field', 'code', 'message'],
-        additionalProperties: false,
-        properties: { field: { type: 'string' }, code: { type: 'string' }, message: { type: 'string' } },
-      },
+      description: 'Why a record was rejected, every reason at once, with field paths relative to the record (`data.message`; `(record)` when the record is not an object); empty otherwise.',
+      items: { $ref: '#/components/schemas/FieldError' },
     },
   },
 };
@@ -429,7 +403,7 @@ export const recordBatchResultSchema: JsonSchema = {
     accepted: { type: 'integer', minimum: 0 },
     duplicates: { type: 'integer', minimum: 0 },
     rejected: { type: 'integer', minimum: 0 },
-    results: { type: 'array', items: recordResultSchema, description: 'One per record, in request order.' },
+    results: { type: 'array', items: { $ref: '#/components/schemas/RecordResult' }, description: 'One per record, in request order.' },
   },
 };
 

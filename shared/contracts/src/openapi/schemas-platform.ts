@@ -98,5 +98,5 @@ export const readinessSchema: JsonSchema = {
 export const openApiDocumentSchema: JsonSchema = {
   type: 'object',
   required: ['openapi', 'info', 'paths', 'components'],
-  properties: { openapi: { type: 'string', pattern: '^3\\.1\\.' }, info: { type: 'object' }, paths: { type: 'object' } },
+  properties: { openapi: { type: 'string', pattern: '^3\\.1\\.' }, info: { type: 'object' }, paths: { type: 'object' }, webhooks: { type: 'object' }, components: { type: 'object' } },
 };

@@ -317,15 +317,33 @@ export function eventDataByTopicSchema(catalogue: ReadonlyArray<EventDefinition>
   };
 }
 
-/** An event's members in the order webhooks send them, with `before` after `id` and `after` at the end. */
-function eventShape(description: string, before: Record<string, JsonSchema>, after: Record<string, JsonSchema> = {}): JsonSchema {
+/**
+ * The envelope members every event carries, in the order webhooks send them. The events API,
+ * dead letters and each event's webhook payload (webhooks.ts) are built from these, so the
+ * envelope is described once.
+ */
+export const eventEnvelopeMembers = {
+  id: prefixedId('evt', 'Event id; retries and replays keep it (it is the `webhook-id` header), so receivers drop duplicates by it.'),
+  topic: { ...eventName, description: 'The event name.' },
+  merchant_id: prefixedId('mch', 'The merchant the event belongs to.'),
+  created_at: timestamp,
+  api_version: { const: 'v1' },
+} satisfies Record<string, JsonSchema>;
+
+export const hmacSha256Schema: JsonSchema = {
+  type: 'string',
+  pattern: '^[0-9a-f]{64}$',
+  description:
+    'Hex HMAC-SHA256 of the RFC 8785 canonical JSON of the other six fields, keyed by the secret\'s bytes (base64 after `whsec_`, the key Standard Webhooks uses).',
+};
+
+/** An event's members in the order webhooks send them, with `before` after `id`; `data` is checked against the catalogue by topic. */
+function eventShape(description: string, before: Record<string, JsonSchema>): JsonSchema {
+  const { id, ...rest } = eventEnvelopeMembers;
   const properties: Record<string, JsonSchema> = {
-    id: prefixedId('evt', 'Event id; retries and replays keep it (it is the `webhook-id` header), so receivers drop duplicates by it.'),
+    id,
     ...before,
-    topic: { ...eventName, description: 'The event name.' },
-    merchant_id: prefixedId('mch', 'The merchant the event belongs to.'),
-    created_at: timestamp,
-    api_version: { const: 'v1' },
+    ...rest,
     data: {
       type: 'object',
       required: ['object'],
@@ -335,7 +353,6 @@ function eventShape(description: string, before: Record<string, JsonSchema>, aft
         previous: { type: 'object', description: 'The changed fields before the change (update events only).' },
       },
     },
-    ...after,
   };
   return {
     type: 'object',
@@ -348,20 +365,6 @@ function eventShape(description: string, before: Record<string, JsonSchema>, aft
 }
 
 export const eventSchema: JsonSchema = eventShape('A state change of the merchant, kept for 30 days.', { object: { const: 'event' } });
-
-/** What a subscriber's endpoint receives as the body of every attempt. */
-export const webhookRequestBodySchema: JsonSchema = eventShape(
-  'The body of a webhook request. `hmac_sha256` signs the other fields; the headers sign the whole body (Standard Webhooks).',
-  {},
-  {
-    hmac_sha256: {
-      type: 'string',
-      pattern: '^[0-9a-f]{64}$',
-      description:
-        'Hex HMAC-SHA256 of the RFC 8785 canonical JSON of the other six fields, keyed by the secret\'s bytes (base64 after `whsec_`, the key Standard Webhooks uses).',
-    },
-  },
-);
 
 export const webhookDeadLetterSchema: JsonSchema = {
   type: 'object',

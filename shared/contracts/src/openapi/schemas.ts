@@ -206,14 +206,20 @@ export const merchantProvisioningSchema: JsonSchema = {
   },
 };
 
+/** Members a problem of that code must carry (declared again beside `required`, where linters look for them). */
+function requiredWith(code: string): { required?: string[]; properties?: Record<string, JsonSchema> } {
+  const members: Record<string, string[]> = { validation_failed: ['errors'], insufficient_scope: ['required_scope'], rate_limited: ['throttle_class', 'retry_after'] };
+  const names = members[code];
+  if (!names) return {};
+  return { required: names, properties: Object.fromEntries(names.map((name) => [name, { description: `Always present with code \`${code}\`.` }])) };
+}
+
 /** Status, type URI and mandatory extensions follow from `code`, so any problem body is checked whole. */
 const problemCodeRules: JsonSchema[] = problemCodes.map((code) => ({
   if: { properties: { code: { const: code } }, required: ['code'] },
   then: {
-    properties: { status: { const: problemTypes[code].status }, type: { const: problemTypeUri(code) } },
-    ...(code === 'validation_failed' ? { required: ['errors'] } : {}),
-    ...(code === 'insufficient_scope' ? { required: ['required_scope'] } : {}),
-    ...(code === 'rate_limited' ? { required: ['throttle_class', 'retry_after'] } : {}),
+    properties: { status: { const: problemTypes[code].status }, type: { const: problemTypeUri(code) }, ...requiredWith(code).properties },
+    ...(requiredWith(code).required ? { required: requiredWith(code).required } : {}),
   },
 }));
 
@@ -247,7 +253,12 @@ export const fieldErrorSchema: JsonSchema = {
   required: ['field', 'code', 'message'],
   additionalProperties: false,
   properties: {
-    field: { type: 'string', description: 'Dotted path of the offending field (`attributes.color`).', examples: ['price'] },
+    field: {
+      type: 'string',
+      description:
+        'Where: members joined by dots, array positions in brackets, a member whose name is not a plain identifier quoted in brackets (`price`, `scopes[0]`, `settings.url`, `transform.set["customer.email"]`); a query parameter by its name; `(body)` for the body as a whole.',
+      examples: ['price', 'scopes[0]'],
+    },
     code: { type: 'string', description: 'Machine-readable reason.', examples: ['invalid_decimal'] },
     message: { type: 'string' },
   },

@@ -13,8 +13,16 @@ export interface HeaderObject {
   schema: JsonSchema;
 }
 
+/** A named example: Redoc and Scalar show each one, and a unit test validates its value against the schema beside it. */
+export interface ExampleObject {
+  summary: string;
+  description?: string;
+  value: unknown;
+}
+
 export interface MediaTypeObject {
   schema: JsonSchema;
+  examples?: Record<string, ExampleObject>;
 }
 
 export interface ResponseObject {
@@ -29,6 +37,7 @@ export interface ParameterObject {
   description: string;
   required?: boolean;
   schema: JsonSchema;
+  example?: unknown;
 }
 
 export interface RequestBodyObject {
@@ -41,6 +50,7 @@ export interface RequestBodyObject {
 export type SecurityRequirement = Record<string, string[]>;
 
 export interface OperationObject {
+  /** `<resource>.<verb>`: the SDKs name their methods after it, so it never changes once published. */
   operationId: string;
   summary: string;
   description: string;
@@ -68,10 +78,18 @@ export interface SecuritySchemeObject {
 export interface OpenApiDocument {
   openapi: '3.1.0';
   jsonSchemaDialect: string;
-  info: { title: string; version: string; description: string; license?: { name: string; identifier?: string } };
+  info: {
+    title: string;
+    version: string;
+    description: string;
+    license: { name: string; identifier: string };
+    contact: { name: string; url: string; email: string };
+  };
   servers: Array<{ url: string; description: string }>;
   tags: Array<{ name: string; description: string }>;
   paths: Record<string, PathItem>;
+  /** What Merx POSTs to subscribers: one entry per public event of the catalogue (OpenAPI 3.1 `webhooks`). */
+  webhooks: Record<string, PathItem>;
   components: {
     schemas: Record<string, JsonSchema>;
     responses: Record<string, ResponseObject>;
@@ -84,5 +102,5 @@ export interface OpenApiDocument {
    * allow (405). Not part of OpenAPI; the contract validator reads it so those answers count
    * as documented.
    */
-  'x-merx-unrouted-responses': Record<'404' | '405', Reference>;
+  'x-merx-unrouted-responses': Record<'404' | '405', Reference | ResponseObject>;
 }
