@@ -1,8 +1,7 @@
-import { configFields, connectDistributedInfrastructure, createLogger, distributedServiceConfig, exitOnConfigError, loadConfig, stopOnSignals, z } from '@merx/kit';
+import { configFields, connectDistributedInfrastructure, createLogger, distributedServiceConfig, ensurePortFree, exitOnConfigError, exitOnStartFailure, loadConfig, stopOnSignals, z } from '@merx/kit';
 import { startAudit } from './service.js';
 
 const auditConfig = distributedServiceConfig(3003).extend({
-  MERX_AUDIT_QUEUE: z.string().regex(/^[a-z0-9._-]{1,200}$/, 'must be a queue name of a-z 0-9 . _ -').default('audit.events'),
   // Days to keep entries; 0 keeps them forever (the default).
   MERX_AUDIT_RETENTION_DAYS: z.coerce.number().int().min(0).default(0),
   MERX_AUDIT_PREFETCH: configFields.positiveInt(256),
@@ -15,16 +14,16 @@ try {
   exitOnConfigError(error);
 }
 const logger = createLogger('audit', config.LOG_LEVEL);
-const infrastructure = await connectDistributedInfrastructure('audit', config, logger);
+await ensurePortFree(config.PORT, config.HOST).catch((error: unknown) => exitOnStartFailure('audit', error));
+const infrastructure = await connectDistributedInfrastructure('audit', config, logger).catch((error: unknown) => exitOnStartFailure('audit', error));
 const audit = await startAudit({
   ...infrastructure,
   logger,
   port: config.PORT,
   host: config.HOST,
-  queue: config.MERX_AUDIT_QUEUE,
   prefetch: config.MERX_AUDIT_PREFETCH,
   ...(config.MERX_AUDIT_RETENTION_DAYS > 0 ? { retentionDays: config.MERX_AUDIT_RETENTION_DAYS } : {}),
-});
+}).catch((error: unknown) => exitOnStartFailure('audit', error));
 logger.info({ url: audit.url }, 'audit listening');
 stopOnSignals(logger, async () => {
   await audit.stop();

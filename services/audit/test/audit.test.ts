@@ -234,6 +234,26 @@ describe('audit service (component, PostgreSQL)', () => {
     assert.equal(verify.body.entries_checked, 2);
   });
 
+  it('cannot be purged by a session setting: only the retention function deletes, and only entries older than a day', async () => {
+    const merchantId = newId('mch');
+    await publishAndAwait(merchantId, [productEvent(merchantId, 'products.created', { id: newId('prod'), object: 'product' })], 1);
+    const intruder = new pg.Client({ connectionString: databaseUrl });
+    await intruder.connect();
+    try {
+      await intruder.query('BEGIN');
+      await intruder.query(`SELECT set_config('merx.audit_retention', 'on', true)`);
+      await assert.rejects(intruder.query('DELETE FROM audit.entries WHERE merchant_id = $1', [merchantId]), /append-only \(DELETE refused\)/);
+      await intruder.query('ROLLBACK');
+      await assert.rejects(intruder.query('SELECT audit.purge_entries_through($1, 1)', [merchantId]), /younger than a day/);
+    } finally {
+      await intruder.end();
+    }
+    const { rows } = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM audit.entries WHERE merchant_id = $1', [merchantId]);
+    assert.deepEqual(rows, [{ n: 1 }]);
+    const verify = await api('GET', '/api/v1/audit/verify', await sign(merchantId));
+    assert.equal(verify.body.valid, true);
+  });
+
   it('needs a token with audit:read', async () => {
     const merchantId = newId('mch');
     assert.equal((await api('GET', '/api/v1/audit', undefined)).status, 401);

@@ -1,11 +1,8 @@
-import { connectDistributedInfrastructure, createLogger, distributedServiceConfig, exitOnConfigError, loadConfig, stopOnSignals, z } from '@merx/kit';
-import { DEFAULT_CATALOG_QUEUE } from './events/consumer.js';
+import { configFields, connectDistributedInfrastructure, createLogger, distributedServiceConfig, ensurePortFree, exitOnConfigError, exitOnStartFailure, loadConfig, stopOnSignals } from '@merx/kit';
 import { startCatalog } from './service.js';
 
-const catalogConfig = distributedServiceConfig(3002).extend({
-  // Configurable because stacks that share one RabbitMQ (e2e runs) must not share a queue.
-  MERX_CATALOG_QUEUE: z.string().regex(/^[a-z0-9._-]{1,200}$/, 'must be a queue name of a-z 0-9 . _ -').default(DEFAULT_CATALOG_QUEUE),
-});
+// GRPC_PORT: merx.v1.ProductService for the edge, on the service network only.
+const catalogConfig = distributedServiceConfig(3002).extend({ GRPC_PORT: configFields.port(50052) });
 
 /** Distributed entry point: one catalog process against PostgreSQL and RabbitMQ. */
 let config;
@@ -15,9 +12,10 @@ try {
   exitOnConfigError(error);
 }
 const logger = createLogger('catalog', config.LOG_LEVEL);
-const infrastructure = await connectDistributedInfrastructure('catalog', config, logger);
-const catalog = await startCatalog({ ...infrastructure, logger, port: config.PORT, host: config.HOST, queue: config.MERX_CATALOG_QUEUE });
-logger.info({ url: catalog.url }, 'catalog listening');
+await ensurePortFree(config.PORT, config.HOST).catch((error: unknown) => exitOnStartFailure('catalog', error));
+const infrastructure = await connectDistributedInfrastructure('catalog', config, logger).catch((error: unknown) => exitOnStartFailure('catalog', error));
+const catalog = await startCatalog({ ...infrastructure, logger, port: config.PORT, host: config.HOST, grpcPort: config.GRPC_PORT }).catch((error: unknown) => exitOnStartFailure('catalog', error));
+logger.info({ url: catalog.url, grpc: catalog.grpc.address }, 'catalog listening');
 stopOnSignals(logger, async () => {
   await catalog.stop();
   await infrastructure.close();

@@ -22,7 +22,6 @@ import { EventLog, HandledDeliveries, TEST_FLUSH_TOPIC } from '@merx/kit/testing
 export const ISSUER = 'http://localhost:8080/oauth';
 export const ALL_SCOPES = 'products:read products:write';
 const ADMIN_URLS = ['postgres://root@127.0.0.1:5432/postgres', 'postgres://postgres@127.0.0.1:5432/postgres'];
-const WAIT_LIMIT_MS = 10_000;
 
 /** The one contract validator for every test file: compiling the document is the slow part. */
 export const contract: ContractValidator = createContractValidator();

@@ -1,31 +1,41 @@
-import { randomBytes } from 'node:crypto';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { startAudit, type RunningAudit } from '@merx/audit';
 import { startCatalog, type RunningCatalog } from '@merx/catalog';
-import { startGateway, throttleSettingsFromEnv, type RunningGateway, type ThrottleSettings } from '@merx/gateway';
+import { loadApiReference, startGateway, throttleSettingsFromEnv, type ApiReference, type RunningGateway, type ThrottleSettings } from '@merx/gateway';
 import {
   API_AUDIENCE,
+  busRetryPolicyFromEnv,
   createJwksTokenVerifier,
   createPgliteDb,
+  ensurePortFree,
   freePort,
   issuerOf,
   MemoryBus,
+  newServiceToken,
   openPglite,
   RevocationList,
   startRevocationFeed,
   type Db,
   type Logger,
+  type RetryPolicy,
 } from '@merx/kit';
-import { provisionMerchant, revocationsFromStore, startOauth, type RunningOauth } from '@merx/oauth';
-import { merchantsSettingsFromEnv, startMerchants, type MerchantsSettings, type RunningMerchants } from '@merx/merchants';
+import { consoleRedirectUri } from '@merx/contracts';
+import { DEFAULT_SESSION_IDLE_SECONDS, DEFAULT_SESSION_MAX_AGE_SECONDS, startConsole, type RunningConsole } from '@merx/console';
+import { provisionMerchant, revocationsFromStore, startOauth, type RunningOauth, type SignInThrottle } from '@merx/oauth';
+import { httpMerchantLookup, merchantsSettingsFromEnv, startMerchants, type MerchantsSettings, type RunningMerchants } from '@merx/merchants';
 import { startWebhooks, webhookSettingsFromEnv, type RunningWebhooks, type WebhookSettings } from '@merx/webhooks';
+import { loadOrCreateDevSecrets, readJsonFile, SANDBOX_OWNER_EMAIL, writeJsonFile, type DevCredentials } from './dev-files.js';
 
 export interface EmbeddedOptions {
   /** Where PGlite keeps its data and dev.json is written; undefined keeps everything in memory (tests). */
   dataDir: string | undefined;
   /** The gateway's port; 0 picks a free one. */
   port: number;
+  /** The public gRPC port (main.ts reads GRPC_PORT, 50051 by default); 0 or absent picks a free one. */
+  grpcPort?: number;
+  /** The gateway's interface: loopback (127.0.0.1) unless given. */
+  host?: string;
   logger: Logger;
   publicUrl?: string;
   accessTokenTtlSeconds?: number;
@@ -36,22 +46,22 @@ export interface EmbeddedOptions {
    * receiver on the developer's own machine (http://localhost:…) works out of the box.
    */
   webhooks?: WebhookSettings;
+  /** The /docs renderer; loaded first thing when absent, so a missing one stops the start before any data is touched. */
+  apiReference?: ApiReference;
+  /** Growing delays after failed sign-ins; the defaults when absent. */
+  signInThrottle?: SignInThrottle;
   /** Merchant configuration (destinations follow the delivery engine's address policy); from MERX_* when absent. */
   merchants?: MerchantsSettings;
-}
-
-export interface DevCredentials {
-  base_url: string;
-  merchant_id: string;
-  api_key: string;
-  operator_token: string;
-  /** The sandbox merchant's owner: signs in on the app consent pages. */
-  owner_email: string;
-  owner_password: string;
+  /** How the bus retries failed deliveries; from MERX_BUS_RETRY_SCHEDULE and MERX_BUS_DELIVERY_LIMIT when absent. */
+  busRetry?: RetryPolicy;
+  /** Proxies in front of the gateway whose X-Forwarded-For names the client; nobody when absent. */
+  trustedProxies?: string[];
 }
 
 export interface RunningEmbedded {
   baseUrl: string;
+  /** The public gRPC address, `host:port` (what grpcurl and grpc-js clients take). */
+  grpcUrl: string;
   credentials: DevCredentials;
   /** True when this start created the sandbox merchant (first start). */
   firstStart: boolean;
@@ -63,37 +73,8 @@ export interface RunningEmbedded {
   audit: RunningAudit;
   webhooks: RunningWebhooks;
   merchants: RunningMerchants;
+  console: RunningConsole;
   stop(): Promise<void>;
-}
-
-interface EmbeddedSecrets {
-  operator_token: string;
-  cookie_secret: string;
-}
-
-const randomSecret = () => randomBytes(32).toString('base64url');
-
-async function readJson<T>(file: string): Promise<T | undefined> {
-  try {
-    return JSON.parse(await readFile(file, 'utf8')) as T;
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw new Error(`${file} is not readable JSON: ${(error as Error).message}`);
-  }
-}
-
-/**
- * Development secrets are generated on first start and kept beside the data (mode 0600): the
- * embedded mode is the only place Merx makes up a secret instead of demanding one.
- */
-async function loadOrCreateSecrets(dataDir: string | undefined): Promise<EmbeddedSecrets> {
-  const fresh = { operator_token: randomSecret(), cookie_secret: randomSecret() };
-  if (!dataDir) return fresh;
-  const file = path.join(dataDir, 'secrets.json');
-  const existing = await readJson<EmbeddedSecrets>(file);
-  if (existing) return existing;
-  await writeFile(file, JSON.stringify(fresh, null, 2), { mode: 0o600 });
-  return fresh;
 }
 
 function inMemory(settings: ThrottleSettings): ThrottleSettings {
@@ -104,106 +85,154 @@ function inMemory(settings: ThrottleSettings): ThrottleSettings {
 /** Every service in one process on PGlite and the in-process bus: the same code as the distributed mode. */
 export async function startEmbedded(options: EmbeddedOptions): Promise<RunningEmbedded> {
   const { logger } = options;
+  const host = options.host ?? '127.0.0.1';
+  const apiReference = options.apiReference ?? loadApiReference();
+  const busRetry = options.busRetry ?? busRetryPolicyFromEnv(process.env);
+  // Before anything is written: a port in use must not leave a half-made data directory behind.
+  await ensurePortFree(options.port, host);
+  await ensurePortFree(options.grpcPort ?? 0, host);
   if (options.dataDir) await mkdir(options.dataDir, { recursive: true });
-  const secrets = await loadOrCreateSecrets(options.dataDir);
+  const secrets = await loadOrCreateDevSecrets(options.dataDir);
   const port = options.port === 0 ? await freePort() : options.port;
   const baseUrl = options.publicUrl ?? `http://localhost:${port}`;
 
   const pglite = await openPglite(options.dataDir ? path.join(options.dataDir, 'pgdata') : undefined);
-  const db = createPgliteDb(pglite);
-  const bus = new MemoryBus(logger.child({ component: 'bus' }));
-
-  // One list for every service of the process: fed by the in-process bus, loaded from the oauth tables.
-  const accessTokenTtlSeconds = options.accessTokenTtlSeconds ?? 900;
-  const revocations = new RevocationList({ maxTokenLifetimeSeconds: accessTokenTtlSeconds });
-  let oauthUrl: string | undefined;
-  const verifier = () =>
-    createJwksTokenVerifier({ jwksUrl: () => `${oauthUrl!}/oauth/jwks`, issuer: issuerOf(baseUrl), audience: API_AUDIENCE, revocations });
-  const oauth = await startOauth({
-    db,
-    bus,
-    verifier: verifier(),
-    logger: logger.child({ service: 'oauth' }),
-    issuer: issuerOf(baseUrl),
-    audience: API_AUDIENCE,
-    accessTokenTtlSeconds,
-    operatorToken: secrets.operator_token,
-    cookieSecret: secrets.cookie_secret,
-    port: 0,
-  });
-  oauthUrl = oauth.url;
-  const revocationFeed = await startRevocationFeed({ list: revocations, bus, service: 'embedded', logger, load: revocationsFromStore(db, accessTokenTtlSeconds) });
-  await revocationFeed.bootstrapped;
-  const catalog = await startCatalog({ db, bus, logger: logger.child({ service: 'catalog' }), verifier: verifier(), port: 0 });
-  const audit = await startAudit({ db, bus, logger: logger.child({ service: 'audit' }), verifier: verifier(), port: 0 });
-  const webhooks = await startWebhooks({
-    db,
-    bus,
-    logger: logger.child({ service: 'webhooks' }),
-    verifier: verifier(),
-    port: 0,
-    settings: options.webhooks ?? webhookSettingsFromEnv(process.env, { allowPrivate: true }),
-  });
-  const merchants = await startMerchants({
-    db,
-    bus,
-    logger: logger.child({ service: 'merchants' }),
-    verifier: verifier(),
-    port: 0,
-    settings: options.merchants ?? merchantsSettingsFromEnv(process.env, { allowPrivate: true }),
-  });
-  const gateway = await startGateway({
-    logger: logger.child({ service: 'gateway' }),
-    verifier: verifier(),
-    publicUrl: baseUrl,
-    upstreams: { oauth: oauth.url, catalog: catalog.url, audit: audit.url, webhooks: webhooks.url, merchants: merchants.url },
-    port,
-    host: '0.0.0.0',
-    throttle: { settings: inMemory(options.throttle ?? throttleSettingsFromEnv({})), bus },
-  });
-
-  const devFile = options.dataDir ? path.join(options.dataDir, 'dev.json') : undefined;
-  let credentials = devFile ? await readJson<DevCredentials>(devFile) : undefined;
-  const firstStart = credentials === undefined;
-  if (!credentials) {
-    const provisioned = await provisionMerchant(oauth.outbox, { name: 'Sandbox merchant', mode: 'sandbox', owner: { email: 'owner@sandbox.merx.localhost' } });
-    credentials = {
-      base_url: baseUrl,
-      merchant_id: provisioned.merchant.id,
-      api_key: provisioned.api_key.secret!,
-      operator_token: secrets.operator_token,
-      owner_email: provisioned.owner.email,
-      owner_password: provisioned.owner.password!,
-    };
-    if (devFile) await writeFile(devFile, `${JSON.stringify(credentials, null, 2)}\n`, { mode: 0o600 });
-  } else if (credentials.base_url !== baseUrl) {
-    credentials = { ...credentials, base_url: baseUrl };
-    if (devFile) await writeFile(devFile, `${JSON.stringify(credentials, null, 2)}\n`, { mode: 0o600 });
-  }
-
-  return {
-    baseUrl,
-    credentials: credentials!,
-    firstStart,
-    db,
-    bus,
-    gateway,
-    oauth,
-    catalog,
-    audit,
-    webhooks,
-    merchants,
-    async stop() {
-      await gateway.stop();
-      await merchants.stop();
-      await catalog.stop();
-      // Before audit: the events it publishes while stopping are still recorded.
-      await webhooks.stop();
-      await audit.stop();
-      await oauth.stop();
-      await revocationFeed.stop();
-      await bus.close();
-      await pglite.close();
-    },
+  // What a failed start has opened so far, closed again in reverse order (the data directory's lock last).
+  const opened: Array<{ stop(): Promise<void> }> = [{ stop: () => pglite.close() }];
+  const track = <T extends { stop(): Promise<void> }>(running: T): T => {
+    opened.push(running);
+    return running;
   };
+  try {
+    const db = createPgliteDb(pglite);
+    // Work queues are rows of this database: what the outbox hands over survives any crash, and
+    // so does what was poisoned; a restart delivers what the last run had not finished.
+    const bus = await MemoryBus.durable(db, { logger: logger.child({ component: 'bus' }), service: 'embedded', retry: busRetry });
+
+    // One list for every service of the process: fed by the in-process bus, loaded from the oauth tables.
+    const accessTokenTtlSeconds = options.accessTokenTtlSeconds ?? 900;
+    const revocations = new RevocationList({ maxTokenLifetimeSeconds: accessTokenTtlSeconds });
+    let oauthUrl: string | undefined;
+    const verifier = () =>
+      createJwksTokenVerifier({ jwksUrl: () => `${oauthUrl!}/oauth/jwks`, issuer: issuerOf(baseUrl), audience: API_AUDIENCE, revocations });
+    // The gateway loads throttle overrides from oauth's internal routes, even in one process.
+    const serviceToken = newServiceToken();
+    const oauth = track(await startOauth({
+      db,
+      bus,
+      verifier: verifier(),
+      logger: logger.child({ service: 'oauth' }),
+      issuer: issuerOf(baseUrl),
+      audience: API_AUDIENCE,
+      accessTokenTtlSeconds,
+      operatorToken: secrets.operator_token,
+      cookieSecret: secrets.cookie_secret,
+      serviceToken,
+      console: { clientSecret: secrets.console_client_secret, redirectUri: consoleRedirectUri(baseUrl) },
+      port: 0,
+      ...(options.signInThrottle ? { signInThrottle: options.signInThrottle } : {}),
+    }));
+    oauthUrl = oauth.url;
+    const revocationFeed = track(await startRevocationFeed({ list: revocations, bus, service: 'embedded', logger, load: revocationsFromStore(db, accessTokenTtlSeconds) }));
+    await revocationFeed.bootstrapped;
+    const catalog = track(await startCatalog({ db, bus, logger: logger.child({ service: 'catalog' }), verifier: verifier(), port: 0, grpcPort: 0 }));
+    const audit = track(await startAudit({ db, bus, logger: logger.child({ service: 'audit' }), verifier: verifier(), port: 0 }));
+    const webhooks = track(await startWebhooks({
+      db,
+      bus,
+      logger: logger.child({ service: 'webhooks' }),
+      verifier: verifier(),
+      port: 0,
+      settings: options.webhooks ?? webhookSettingsFromEnv(process.env, { allowPrivate: true }),
+    }));
+    const merchants = track(await startMerchants({
+      db,
+      bus,
+      logger: logger.child({ service: 'merchants' }),
+      verifier: verifier(),
+      port: 0,
+      settings: options.merchants ?? merchantsSettingsFromEnv(process.env, { allowPrivate: true }),
+      lookupMerchant: httpMerchantLookup(oauth.url, serviceToken),
+    }));
+    // Before the gateway, which routes /console to it; it calls the API back through the gateway's port.
+    const consoleApp = track(await startConsole({
+      db,
+      logger: logger.child({ service: 'console' }),
+      settings: {
+        publicUrl: baseUrl,
+        gatewayUrl: `http://${host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host}:${port}`,
+        oauthUrl: oauth.url,
+        clientSecret: secrets.console_client_secret,
+        sessionMaxAgeSeconds: DEFAULT_SESSION_MAX_AGE_SECONDS,
+        sessionIdleSeconds: DEFAULT_SESSION_IDLE_SECONDS,
+      },
+      port: 0,
+    }));
+    const gateway = track(await startGateway({
+      logger: logger.child({ service: 'gateway' }),
+      verifier: verifier(),
+      publicUrl: baseUrl,
+      apiReference,
+      upstreams: { oauth: oauth.url, catalog: catalog.url, audit: audit.url, webhooks: webhooks.url, merchants: merchants.url, console: consoleApp.url },
+      port,
+      host,
+      trustedProxies: options.trustedProxies ?? [],
+      serviceToken,
+      throttle: { settings: inMemory(options.throttle ?? throttleSettingsFromEnv({})), bus },
+      grpc: { port: options.grpcPort ?? 0, upstreams: { catalog: catalog.grpc.address, merchants: merchants.grpc.address, webhooks: webhooks.grpc.address } },
+    }));
+    const grpcUrl = `${new URL(baseUrl).hostname}:${gateway.grpc!.port}`;
+
+    const devFile = options.dataDir ? path.join(options.dataDir, 'dev.json') : undefined;
+    let credentials = devFile ? await readJsonFile<DevCredentials>(devFile) : undefined;
+    const firstStart = credentials === undefined;
+    if (!credentials) {
+      const provisioned = await provisionMerchant(oauth.outbox, { name: 'Sandbox merchant', mode: 'sandbox', owner: { email: SANDBOX_OWNER_EMAIL } });
+      credentials = {
+        base_url: baseUrl,
+        grpc_url: grpcUrl,
+        merchant_id: provisioned.merchant.id,
+        api_key: provisioned.api_key.secret!,
+        operator_token: secrets.operator_token,
+        owner_email: provisioned.owner.email,
+        owner_password: provisioned.owner.password!,
+      };
+      if (devFile) await writeJsonFile(devFile, credentials);
+    } else if (credentials.base_url !== baseUrl || credentials.grpc_url !== grpcUrl) {
+      credentials = { ...credentials, base_url: baseUrl, grpc_url: grpcUrl };
+      if (devFile) await writeJsonFile(devFile, credentials);
+    }
+
+    return {
+      baseUrl,
+      grpcUrl,
+      credentials: credentials!,
+      firstStart,
+      db,
+      bus,
+      gateway,
+      oauth,
+      catalog,
+      audit,
+      webhooks,
+      merchants,
+      console: consoleApp,
+      async stop() {
+        await gateway.stop();
+        await consoleApp.stop();
+        await merchants.stop();
+        await catalog.stop();
+        // Before audit: the events it publishes while stopping are still recorded.
+        await webhooks.stop();
+        await audit.stop();
+        await oauth.stop();
+        await revocationFeed.stop();
+        await bus.close();
+        await pglite.close();
+      },
+    };
+  } catch (error) {
+    for (const running of opened.reverse()) await running.stop().catch(() => undefined);
+    throw error;
+  }
 }

@@ -1,51 +1,66 @@
+import { existsSync, rmSync } from 'node:fs';
 import path from 'node:path';
-import { configFields, createLogger, exitOnConfigError, loadConfig, stopOnSignals, z } from '@merx/kit';
-import { throttleSettingsFromEnv } from '@merx/gateway';
+import { ConfigError, configFields, createLogger, exitOnConfigError, exitOnStartFailure, loadConfig, stopOnSignals, z } from '@merx/kit';
+import { loadApiReference, throttleSettingsFromEnv } from '@merx/gateway';
+import { signInThrottleFromEnv } from '@merx/oauth';
 import { webhookSettingsFromEnv } from '@merx/webhooks';
+import { startBanner } from './dev-files.js';
 import { startEmbedded } from './embedded.js';
 
 const embeddedConfig = z.object({
   PORT: configFields.port(8080),
+  GRPC_PORT: configFields.port(50051),
+  // Loopback unless opened on purpose: the embedded default lets webhooks reach private
+  // addresses, so a gateway open to the network would let anyone make it call internal hosts.
+  HOST: z.string().min(1).default('127.0.0.1'),
   LOG_LEVEL: configFields.logLevel,
   MERX_DATA_DIR: z.string().min(1).default('./.merx'),
   MERX_PUBLIC_URL: configFields.httpUrl('http://localhost:8080').optional(),
   MERX_ACCESS_TOKEN_TTL: configFields.positiveInt(900),
+  MERX_TRUSTED_PROXIES: configFields.trustedProxies,
 });
 
 let config;
 let webhooks;
+let throttle;
+let signInThrottle;
+let apiReference;
 try {
+  apiReference = loadApiReference();
   config = loadConfig('merx', embeddedConfig);
   // Private addresses allowed by default: a receiver on the developer's own machine just works.
   webhooks = webhookSettingsFromEnv(process.env, { allowPrivate: true });
+  try {
+    throttle = throttleSettingsFromEnv(process.env);
+    signInThrottle = signInThrottleFromEnv(process.env);
+  } catch (error) {
+    throw new ConfigError('merx', [(error as Error).message]);
+  }
 } catch (error) {
   exitOnConfigError(error);
 }
 const logger = createLogger('merx', config.LOG_LEVEL);
 const dataDir = path.resolve(config.MERX_DATA_DIR);
+// A first start that fails leaves nothing behind, so the next one is a first start again.
+const firstStart = !existsSync(dataDir);
 const merx = await startEmbedded({
   dataDir,
   port: config.PORT,
+  grpcPort: config.GRPC_PORT,
+  host: config.HOST,
   logger,
   publicUrl: config.MERX_PUBLIC_URL,
   accessTokenTtlSeconds: config.MERX_ACCESS_TOKEN_TTL,
-  throttle: throttleSettingsFromEnv(process.env),
+  trustedProxies: config.MERX_TRUSTED_PROXIES,
+  throttle,
+  signInThrottle,
   webhooks,
+  apiReference,
+}).catch((error: unknown) => {
+  if (firstStart) rmSync(dataDir, { recursive: true, force: true });
+  return exitOnStartFailure('merx', error);
 });
-const { credentials } = merx;
 process.stdout.write(
-  [
-    '',
-    `  Merx is running (embedded mode${merx.firstStart ? ', first start: sandbox merchant created' : ''})`,
-    '',
-    `  Base URL      ${credentials.base_url}`,
-    `  Merchant      ${credentials.merchant_id}`,
-    `  API key       ${credentials.api_key}`,
-    `  Credentials   ${path.join(dataDir, 'dev.json')}`,
-    '',
-    '  Get a token:',
-    `    curl -s -u "${credentials.api_key.split('_').slice(0, 3).join('_')}:${credentials.api_key}" -d grant_type=client_credentials ${credentials.base_url}/oauth/token`,
-    '',
-  ].join('\n') + '\n',
+  startBanner(`Merx is running (embedded mode${merx.firstStart ? ', first start: sandbox merchant created' : ''})`, merx.credentials, path.join(dataDir, 'dev.json')),
 );
 stopOnSignals(logger, () => merx.stop());

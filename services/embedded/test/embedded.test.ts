@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { createLogger } from '@merx/kit';
 import { startEmbedded, type DevCredentials } from '../src/index.js';
@@ -33,6 +34,8 @@ describe('embedded mode (npm start)', () => {
       const written = JSON.parse(await readFile(path.join(dataDir, 'dev.json'), 'utf8')) as DevCredentials;
       assert.deepEqual(written, first.credentials);
       assert.equal(written.base_url, first.baseUrl);
+      assert.equal(written.grpc_url, first.grpcUrl);
+      assert.match(written.grpc_url, /^localhost:\d+$/);
       assert.match(written.merchant_id, /^mch_/);
       assert.match(written.api_key, /^mx_test_[0-9A-Za-z]{16}_[0-9A-Za-z]{32}$/);
       assert.ok(written.operator_token.length >= 32);
@@ -59,6 +62,39 @@ describe('embedded mode (npm start)', () => {
       const fetched = await fetch(`${second.baseUrl}/api/v1/products/${productId}`, { headers: { authorization: `Bearer ${token}` } });
       assert.equal(fetched.status, 200);
       assert.equal(((await fetched.json()) as { sku: string }).sku, 'PERSIST-1');
+    } finally {
+      await second.stop();
+    }
+  });
+
+  it('keeps an operator\'s throttle override across a restart, and listens on loopback only unless told otherwise', async function () {
+    this.timeout(60_000);
+    const logger = createLogger('embedded-test', 'silent');
+    const first = await startEmbedded({ dataDir, port: 0, logger });
+    try {
+      const changed = await fetch(`${first.baseUrl}/admin/v1/merchants/${first.credentials.merchant_id}/throttle`, {
+        method: 'PUT',
+        headers: { authorization: `Bearer ${first.credentials.operator_token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ burst: { capacity: 3, refill_per_second: 1 } }),
+      });
+      assert.equal(changed.status, 200, await changed.clone().text());
+      assert.equal((first.gateway.server.address() as AddressInfo).address, '127.0.0.1');
+    } finally {
+      await first.stop();
+    }
+
+    const second = await startEmbedded({ dataDir, port: 0, logger });
+    try {
+      const token = await tokenFor(second.baseUrl, second.credentials.api_key);
+      for (let deadline = Date.now() + 10_000; ; ) {
+        const ready = (await (await fetch(`${second.baseUrl}/readyz`)).json()) as { checks: Record<string, string> };
+        if (ready.checks.limiter === 'ok') break;
+        assert.ok(Date.now() < deadline, `the overrides were not loaded: ${JSON.stringify(ready)}`);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      const listed = await fetch(`${second.baseUrl}/api/v1/products`, { headers: { authorization: `Bearer ${token}` } });
+      assert.equal(listed.status, 200);
+      assert.match(listed.headers.get('ratelimit-policy') ?? '', /^"burst";q=3;w=3,/, 'the stored override applies after the restart, not the plan');
     } finally {
       await second.stop();
     }

@@ -1,6 +1,6 @@
 import type { Context } from 'koa';
 import { Pool, errors as undiciErrors, type Dispatcher } from 'undici';
-import { MAX_BODY_BYTES, PayloadTooLarge, Unavailable } from '@merx/kit';
+import { currentContext, MAX_BODY_BYTES, PayloadTooLarge, Unavailable } from '@merx/kit';
 
 /** RFC 9110 §7.6.1: meaningful only for one hop, never forwarded. */
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'host']);
@@ -29,7 +29,8 @@ function forwardedHeaders(ctx: Context, requestId: string): Record<string, strin
     headers[name] = Array.isArray(value) ? value.join(', ') : value;
   }
   headers['x-request-id'] = requestId;
-  headers['x-forwarded-for'] = ctx.ip;
+  // The client as far as our trusted proxies vouch (MERX_TRUSTED_PROXIES); services trust this hop.
+  headers['x-forwarded-for'] = currentContext()?.ip ?? ctx.ip;
   headers['x-forwarded-host'] = ctx.host;
   headers['x-forwarded-proto'] = ctx.protocol;
   return headers;
@@ -39,17 +40,36 @@ function hasBody(ctx: Context): boolean {
   return Number(ctx.get('content-length') || 0) > 0 || ctx.get('transfer-encoding') !== '';
 }
 
-/** Streams the request to the upstream and the answer back; nothing is buffered at the edge. */
-/** `body`: the request body when the edge already had to read it (the token endpoint's form). */
+/**
+ * Reads a request body of at most `limit` bytes, declared or not: a chunked body that grows past
+ * the limit is a 413 here, not a connection the upstream cuts mid-stream (which the edge could
+ * only report as a 503).
+ */
+export async function readBoundedBody(ctx: Context, limit: number): Promise<Buffer> {
+  if (Number(ctx.get('content-length') || 0) > limit) throw new PayloadTooLarge(limit);
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of ctx.req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > limit) throw new PayloadTooLarge(limit);
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks);
+}
+
+/**
+ * Sends the request (its body read whole, at most 1 MiB) to the upstream and the answer back.
+ * `body`: the request body when the edge already had to read it (the token endpoint's form).
+ */
 export async function proxyTo(upstream: Upstream, ctx: Context, requestId: string, body?: Buffer): Promise<void> {
-  if (Number(ctx.get('content-length') || 0) > MAX_BODY_BYTES) throw new PayloadTooLarge(MAX_BODY_BYTES);
+  const payload = body ?? (hasBody(ctx) ? await readBoundedBody(ctx, MAX_BODY_BYTES) : null);
   let response: Dispatcher.ResponseData;
   try {
     response = await upstream.pool.request({
       method: ctx.method as Dispatcher.HttpMethod,
       path: ctx.url,
       headers: forwardedHeaders(ctx, requestId),
-      body: body ?? (hasBody(ctx) ? ctx.req : null),
+      body: payload,
     });
   } catch (error) {
     if (error instanceof undiciErrors.UndiciError || (error as NodeJS.ErrnoException)?.code) {

@@ -12,6 +12,8 @@ export interface Upstreams {
   audit: Upstream;
   webhooks: Upstream;
   merchants: Upstream;
+  /** The merchant console's pages; absent when this gateway serves the API alone. */
+  console?: Upstream;
 }
 
 /** Longest-prefix routing table. A new service adds its prefixes here; an unlisted /api/v1 path is a 404 at the edge. */
@@ -32,7 +34,10 @@ export function routeTable(upstreams: Upstreams): Array<[prefix: string, target:
     ['/api/v1/apps', { upstream: upstreams.oauth, requiresToken: true }],
     ['/admin/v1/apps', { upstream: upstreams.oauth, requiresToken: false }],
     ['/admin/v1/signing-keys', { upstream: upstreams.oauth, requiresToken: false }],
+    ['/admin/v1/bus', { upstream: upstreams.oauth, requiresToken: false }],
     ['/oauth', { upstream: upstreams.oauth, requiresToken: false }],
+    // Browser pages with their own sessions: the console calls the API back through this gateway with the user's token.
+    ...(upstreams.console ? [['/console', { upstream: upstreams.console, requiresToken: false }] as [string, RouteTarget]] : []),
   ];
   return table.sort((a, b) => b[0].length - a[0].length);
 }

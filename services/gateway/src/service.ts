@@ -6,17 +6,22 @@ import {
   currentContext,
   healthRoutes,
   listen,
+  MalformedRequest,
   NotFound,
   problemMiddleware,
   requestContextMiddleware,
+  proxyTrust,
   type Logger,
   type ReadinessCheck,
   type RunningServer,
   type TokenVerifier,
 } from '@merx/kit';
+import { canonicalPath } from './canonical-path.js';
+import { apiReferenceRoutes, loadApiReference, type ApiReference } from './docs.js';
+import { startGrpcEdge, type RunningGrpcEdge } from './grpc/edge.js';
 import { createUpstream, proxyTo, type Upstream } from './proxy.js';
 import { resolveRoute, routeTable } from './routes.js';
-import { createThrottle, type ThrottleDeps } from './throttle/limiter.js';
+import { createThrottle, httpThrottleOverridesLoader, type ThrottleDeps } from './throttle/limiter.js';
 
 export interface GatewayDeps {
   logger: Logger;
@@ -26,19 +31,40 @@ export interface GatewayDeps {
   /** Throttle classes; absent or `settings.enabled: false` serves without them. */
   throttle?: Omit<ThrottleDeps, 'logger'>;
   publicUrl: string;
-  upstreams: { oauth: string; catalog: string; audit: string; webhooks: string; merchants: string };
+  /** The /docs renderer, loaded by main before anything starts; loaded here when absent. */
+  apiReference?: ApiReference;
+  /** `console` is optional: without it /console is not routed (a gateway in front of the API alone). */
+  upstreams: { oauth: string; catalog: string; audit: string; webhooks: string; merchants: string; console?: string };
+  /**
+   * Proxies in front of the gateway (an ingress, a load balancer) whose `X-Forwarded-For` names
+   * the client; empty trusts nobody and the socket's peer is the client.
+   */
+  trustedProxies?: string[];
+  /** Presented to the oauth service's internal routes (MERX_SERVICE_TOKEN). */
+  serviceToken: string;
   port: number;
   host?: string;
+  /** The public gRPC port and the internal gRPC address (`host:port`) of each service that owns a gRPC service; absent serves HTTP alone (component tests). */
+  grpc?: { port: number; upstreams: { catalog: string; merchants: string; webhooks: string } };
 }
 
 export interface RunningGateway extends RunningServer {
+  grpc?: RunningGrpcEdge;
   stop(): Promise<void>;
 }
 
-async function checkUpstream(upstream: Upstream): Promise<void> {
-  const response = await upstream.pool.request({ method: 'GET', path: '/healthz', headersTimeout: 2_000, bodyTimeout: 2_000 });
-  await response.body.dump();
-  if (response.statusCode !== 200) throw new Error(`${upstream.name} answered ${response.statusCode}`);
+/**
+ * An upstream that does not answer degrades the gateway without taking it out of its load
+ * balancer: its routes answer 503 problem+json while every other service's routes keep working.
+ */
+async function checkUpstream(upstream: Upstream): Promise<string | undefined> {
+  try {
+    const response = await upstream.pool.request({ method: 'GET', path: '/healthz', headersTimeout: 2_000, bodyTimeout: 2_000 });
+    await response.body.dump();
+    return response.statusCode === 200 ? undefined : `${upstream.name} answered ${response.statusCode}: its routes answer 503`;
+  } catch (error) {
+    return `${upstream.name} is unreachable (${(error as Error).message}): its routes answer 503`;
+  }
 }
 
 function servedDocument(publicUrl: string): string {
@@ -53,29 +79,38 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
     audit: createUpstream('audit', deps.upstreams.audit),
     webhooks: createUpstream('webhooks', deps.upstreams.webhooks),
     merchants: createUpstream('merchants', deps.upstreams.merchants),
+    ...(deps.upstreams.console ? { console: createUpstream('console', deps.upstreams.console) } : {}),
   };
   const table = routeTable(upstreams);
   const document = servedDocument(deps.publicUrl);
+  const apiReference = deps.apiReference ?? loadApiReference();
   const verifyToken = authenticate(deps.verifier);
-  const throttle = deps.throttle?.settings.enabled ? await createThrottle({ ...deps.throttle, logger: deps.logger }) : undefined;
+  const throttle = deps.throttle?.settings.enabled
+    ? await createThrottle({ loadOverrides: httpThrottleOverridesLoader(deps.upstreams.oauth, deps.serviceToken), ...deps.throttle, logger: deps.logger })
+    : undefined;
 
   const app = new Koa({ proxy: false });
   app.silent = true;
-  app.use(requestContextMiddleware('gateway', { trustIncomingRequestId: false }));
+  app.use(requestContextMiddleware('gateway', { trustIncomingRequestId: false, trustedProxies: proxyTrust(deps.trustedProxies ?? []), logger: deps.logger }));
   app.use(problemMiddleware(deps.logger));
   app.use(
     healthRoutes([
       ...Object.values(upstreams).map((upstream) => ({ name: upstream.name, check: () => checkUpstream(upstream) })),
       ...(deps.readiness ?? []),
-      ...(throttle ? [{ name: 'limiter', check: () => throttle.store.degradation() }] : []),
-    ]),
+      ...(throttle ? [{ name: 'limiter', check: () => throttle.degradation() }] : []),
+    ], 'gateway'),
   );
+  app.use(apiReferenceRoutes(apiReference));
   app.use(async function routeRequest(ctx, next) {
     if (ctx.path === '/api/v1/openapi.json' && (ctx.method === 'GET' || ctx.method === 'HEAD')) {
       ctx.type = 'application/json';
       ctx.body = document;
       return;
     }
+    const canonical = canonicalPath(ctx.path);
+    if ('refused' in canonical) throw new MalformedRequest(`The request path is not in canonical form: ${canonical.refused}.`);
+    // What is classified is what is forwarded.
+    if (canonical.path !== ctx.path) ctx.path = canonical.path;
     const target = resolveRoute(table, ctx.path);
     if (!target) throw new NotFound('route');
     const requestId = currentContext()!.requestId;
@@ -94,9 +129,19 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
   });
 
   const server = await listen(app, deps.port, deps.host);
+  let grpc: RunningGrpcEdge | undefined;
+  try {
+    if (deps.grpc) grpc = await startGrpcEdge({ logger: deps.logger, verifier: deps.verifier, upstreams: deps.grpc.upstreams, port: deps.grpc.port, ...(deps.host ? { host: deps.host } : {}), ...(throttle ? { throttle } : {}) });
+  } catch (error) {
+    await server.close();
+    await throttle?.stop();
+    throw error;
+  }
   return {
     ...server,
+    grpc,
     async stop() {
+      await grpc?.stop();
       await server.close();
       await throttle?.stop();
       await Promise.all(Object.values(upstreams).map((upstream) => upstream.pool.close()));

@@ -7,6 +7,7 @@ import { createContractValidator } from '@merx/contracts';
 import { buildEvent, createLogger, createTokenVerifier, MemoryBus, newId } from '@merx/kit';
 import { startGateway, type RunningGateway } from '../src/index.js';
 import { mergePlans, throttleSettingsFromEnv, type ThrottleSettings } from '../src/throttle/config.js';
+import type { StoredThrottleOverride } from '../src/throttle/limiter.js';
 import { purgeThrottleState } from '../src/throttle/redis-store.js';
 
 const REDIS_URL = process.env.MERX_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -15,18 +16,36 @@ const POLICY = /^"(burst|sustained|writes|sensitive)";q=\d+;w=\d+(, "(burst|sust
 const STATE = /^"(burst|sustained|writes|sensitive)";r=\d+;t=\d+(, "(burst|sustained|writes|sensitive)";r=\d+;t=\d+)*$/;
 const validator = createContractValidator();
 
-/** Answers everything with 200; the token endpoint echoes what reached it. */
-async function startUpstream(): Promise<{ url: string; server: Server }> {
+interface Upstream {
+  url: string;
+  server: Server;
+  /** What the oauth service's `/internal/v1/throttle-overrides` answers (the operator's stored overrides). */
+  storedOverrides: StoredThrottleOverride[];
+}
+
+
+const SERVICE_TOKEN = 'throttle-test-service-token-0123456789';
+/** Answers everything with 200; the token endpoint echoes what reached it; oauth's internal overrides list is the test's. */
+async function startUpstream(): Promise<Upstream> {
+  const upstream = { storedOverrides: [] } as unknown as Upstream;
   const server = createHttpServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
       res.setHeader('content-type', 'application/json');
+      if (req.url?.startsWith('/internal/v1/throttle-overrides')) {
+        // As the oauth service does: the overrides only for the service credential.
+        if (req.headers.authorization !== `Bearer ${SERVICE_TOKEN}`) {
+          res.statusCode = 401;
+          return res.end('{}');
+        }
+        return res.end(JSON.stringify({ overrides: upstream.storedOverrides }));
+      }
       res.end(JSON.stringify(req.url?.startsWith('/oauth/token') ? { received: Buffer.concat(chunks).toString('utf8') } : { object: 'list', data: [], has_more: false, next_cursor: null }));
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, server };
+  return Object.assign(upstream, { url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, server });
 }
 
 /** Redis through a link the test can cut and restore on the same port. */
@@ -68,18 +87,19 @@ describe('gateway throttle classes (component, real Redis)', function () {
   const prefix = `merx:test:${randomBytes(6).toString('hex')}:`;
   const logger = createLogger('gateway-throttle-test', 'silent');
   const gateways: RunningGateway[] = [];
-  let upstream: { url: string; server: Server };
+  let upstream: Upstream;
   let sign: (claims: Record<string, unknown>) => Promise<string>;
   let verifier: ReturnType<typeof createTokenVerifier>;
   // Tiny budgets that refill only slowly, so counts are exact within a test.
   const settings: ThrottleSettings = {
-    ...throttleSettingsFromEnv({ REDIS_URL, MERX_THROTTLE_KEY_PREFIX: prefix }),
+    ...throttleSettingsFromEnv({ REDIS_URL }),
+    keyPrefix: prefix,
     plans: mergePlans({ standard: { burst: { capacity: 6, refill_per_second: 0.01 }, writes: { capacity: 3, refill_per_second: 0.01 }, sensitive: { limit: 2, window_seconds: 60 } } }),
     tokenEndpoint: { limit: 3, window_seconds: 60 },
   };
 
   const start = async (throttle: ThrottleSettings, bus?: MemoryBus) => {
-    const gateway = await startGateway({ logger, verifier, publicUrl: 'http://localhost:8080', upstreams: { oauth: upstream.url, catalog: upstream.url, audit: upstream.url, webhooks: upstream.url, merchants: upstream.url }, port: 0, throttle: { settings: throttle, ...(bus ? { bus } : {}) } });
+    const gateway = await startGateway({ logger, verifier, publicUrl: 'http://localhost:8080', upstreams: { oauth: upstream.url, catalog: upstream.url, audit: upstream.url, webhooks: upstream.url, merchants: upstream.url }, serviceToken: SERVICE_TOKEN, port: 0, throttle: { settings: throttle, ...(bus ? { bus } : {}) } });
     gateways.push(gateway);
     return gateway;
   };
@@ -180,6 +200,22 @@ describe('gateway throttle classes (component, real Redis)', function () {
     await until(async () => (await get(gateway, token)).status === 429, 2_000);
     assert.match((await get(gateway, token)).headers.get('ratelimit-policy') ?? '', /^"burst";q=2;/);
     await bus.close();
+  });
+
+  it('applies the overrides the oauth service stores when it starts, in memory and in Redis alike', async () => {
+    const merchantId = newId('mch');
+    upstream.storedOverrides = [{ merchant_id: merchantId, overrides: { burst: { capacity: 2 } }, version: 3 }];
+    try {
+      for (const throttle of [{ ...settings, redisUrl: undefined }, settings]) {
+        const gateway = await start(throttle);
+        const token = await merchantToken(merchantId);
+        await until(async () => ((await (await fetch(`${gateway.url}/readyz`)).json()) as { checks: Record<string, string> }).checks.limiter === 'ok', 5_000);
+        const first = await get(gateway, token);
+        assert.match(first.headers.get('ratelimit-policy') ?? '', /^"burst";q=2;/, 'the stored override, not the plan');
+      }
+    } finally {
+      upstream.storedOverrides = [];
+    }
   });
 
   it('keeps serving on a bounded local limiter while Redis is unreachable, says so in /readyz, and returns to Redis', async () => {

@@ -73,6 +73,21 @@ describe('memory limiter store (injected clock)', () => {
     }
   });
 
+  it('a rolling window\'s t is when the whole quota is back, not the next window boundary', async () => {
+    const specs = [window('sensitive', 4, 60)];
+    now = Math.floor(now / 60_000) * 60_000 + 10_000; // 10 s into a fixed window
+    const first = await store.consume({ subject: 'm:whole', specs });
+    assert.equal(first.classes[0]!.remaining, 3);
+    assert.equal(first.classes[0]!.reset, 110, 'this request weighs until the end of the next window: 50 s + 60 s');
+    now += 109_000;
+    assert.equal((await store.consume({ subject: 'm:whole-probe', specs })).classes[0]!.remaining, 3, 'another subject is untouched');
+    const almost = await store.consume({ subject: 'm:whole', specs });
+    assert.ok(almost.classes[0]!.remaining < 3, 'a second before t, part of the first request still counts');
+    now += 61_000 + 60_000; // past the moment the second request is whole too
+    const whole = await store.consume({ subject: 'm:whole', specs });
+    assert.equal(whole.classes[0]!.remaining, 3, 'after t the whole quota is back: only this request counts');
+  });
+
   it('writes: refused by the first empty class, and a refusal consumes nothing anywhere', async () => {
     const specs = [bucket('burst', 10, 1), window('sustained', 100, 3600), bucket('writes', 2, 1)];
     const { allowed, refusal } = await drain(store, 'm:w', specs);
@@ -137,6 +152,13 @@ describe('redis limiter store (real Redis, one script per request)', function ()
       assert.ok(refusal.retryAfterSeconds <= 2);
       await until(async () => (await a.consume({ subject: `m:r-${name}`, specs })).allowed, 3_000);
     }
+  });
+
+  it('a rolling window\'s t is when the whole quota is back: beyond the current window, within two', async () => {
+    const specs = [window('sensitive', 10, 60)];
+    const decision = await a.consume({ subject: 'm:r-whole', specs });
+    const reset = decision.classes[0]!.reset;
+    assert.ok(reset > 60 && reset <= 120, `t=${reset}`);
   });
 
   it('writes: the first empty class refuses and nothing is consumed', async () => {

@@ -1,5 +1,6 @@
-import { connectDistributedInfrastructure, createLogger, exitOnConfigError, loadConfig, stopOnSignals } from '@merx/kit';
+import { connectDistributedInfrastructure, createLogger, ensurePortFree, exitOnConfigError, exitOnStartFailure, loadConfig, stopOnSignals } from '@merx/kit';
 import { startMerchants } from './service.js';
+import { httpMerchantLookup } from './upstream/oauth-merchants.js';
 import { merchantsServiceConfig, toMerchantsSettings } from './settings.js';
 
 /** Distributed entry point: one merchants process against PostgreSQL and RabbitMQ. */
@@ -10,9 +11,18 @@ try {
   exitOnConfigError(error);
 }
 const logger = createLogger('merchants', config.LOG_LEVEL);
-const infrastructure = await connectDistributedInfrastructure('merchants', config, logger);
-const merchants = await startMerchants({ ...infrastructure, logger, port: config.PORT, host: config.HOST, settings: toMerchantsSettings(config) });
-logger.info({ url: merchants.url }, 'merchants listening');
+await ensurePortFree(config.PORT, config.HOST).catch((error: unknown) => exitOnStartFailure('merchants', error));
+const infrastructure = await connectDistributedInfrastructure('merchants', config, logger).catch((error: unknown) => exitOnStartFailure('merchants', error));
+const merchants = await startMerchants({
+  ...infrastructure,
+  logger,
+  port: config.PORT,
+  host: config.HOST,
+  grpcPort: config.GRPC_PORT,
+  settings: toMerchantsSettings(config),
+  lookupMerchant: httpMerchantLookup(config.MERX_OAUTH_URL, config.MERX_SERVICE_TOKEN),
+}).catch((error: unknown) => exitOnStartFailure('merchants', error));
+logger.info({ url: merchants.url, grpc: merchants.grpc.address }, 'merchants listening');
 stopOnSignals(logger, async () => {
   await merchants.stop();
   await infrastructure.close();

@@ -1,7 +1,8 @@
-import { mountRouter, startService, type Bus, type Consumer, type Db, type HostResolver, type Logger, type ReadinessCheck, type RunningService, type TokenVerifier } from '@merx/kit';
+import { mountRouter, startGrpcServer, startService, type Bus, type RunningGrpcServer, type Consumer, type Db, type HostResolver, type Logger, type ReadinessCheck, type RunningService, type TokenVerifier, type MigrationMode } from '@merx/kit';
 import { presentResource } from './domain/resource.js';
 import { RuleRunner } from './domain/rules/index.js';
 import { consumeMerchantsEvents } from './events/consumer.js';
+import { recordGrpcService } from './grpc/record-service.js';
 import { configurationRoutes } from './routes/configuration.js';
 import { merchantRoutes } from './routes/merchant.js';
 import { recordRoutes } from './routes/records.js';
@@ -11,12 +12,15 @@ import { MERCHANTS_SCHEMA, merchantsMigrations } from './store/migrations.js';
 import { configResourceUseCases } from './usecases/config-resources.js';
 import { engineDisabledDestinations } from './usecases/destination-endpoints.js';
 import { merchantProfileUseCases } from './usecases/merchant-profile.js';
+import type { MerchantLookup } from './upstream/oauth-merchants.js';
 import { recordUseCases } from './usecases/records.js';
 import { connectionKind, destinationKind, ruleKind, sourceKind } from './usecases/resource-kinds.js';
 import { recordRouting } from './usecases/routing.js';
 import { sandboxUseCases } from './usecases/sandbox.js';
 
 export interface MerchantsDeps {
+  /** `verify` when the deployment's migrate command owns the schema. */
+  migrationMode?: MigrationMode;
   db: Db;
   bus: Bus;
   logger: Logger;
@@ -25,12 +29,17 @@ export interface MerchantsDeps {
   port: number;
   host?: string;
   settings: MerchantsSettings;
+  /** The internal gRPC port of merx.v1.RecordService (the edge forwards to it); a free one when absent. */
+  grpcPort?: number;
   /** DNS for the destination address checks (tests inject one); the system resolver otherwise. */
   resolver?: HostResolver;
+  /** Asks the oauth service about a merchant this service has no row for (it predates the service, or merchants.created is late). */
+  lookupMerchant?: MerchantLookup;
 }
 
 export interface RunningMerchants extends RunningService {
   consumer: Consumer;
+  grpc: RunningGrpcServer;
 }
 
 /**
@@ -42,11 +51,12 @@ export async function startMerchants(deps: MerchantsDeps): Promise<RunningMercha
   const { db, logger, settings } = deps;
   // Two workers: while one is replaced after a rule ran out of time, the other keeps routing.
   const runner = new RuleRunner({ timeoutMs: settings.ruleTimeoutMs, poolSize: 2 });
-  let handlers: Parameters<typeof consumeMerchantsEvents>[3] | undefined;
+  let handlers: Parameters<typeof consumeMerchantsEvents>[2] | undefined;
   const service = await startService({
     name: 'merchants',
     schema: MERCHANTS_SCHEMA,
     migrations: merchantsMigrations,
+    migrationMode: deps.migrationMode,
     db,
     bus: deps.bus,
     logger,
@@ -62,7 +72,7 @@ export async function startMerchants(deps: MerchantsDeps): Promise<RunningMercha
         connections: configResourceUseCases(connectionKind, { db, outbox }),
       };
       const sandbox = sandboxUseCases({ db, outbox, resources });
-      mountRouter(koa, merchantRoutes(merchantProfileUseCases({ db, outbox }), deps.verifier));
+      mountRouter(koa, merchantRoutes(merchantProfileUseCases({ db, outbox, ...(deps.lookupMerchant ? { lookup: deps.lookupMerchant } : {}) }), deps.verifier));
       mountRouter(koa, recordRoutes(recordUseCases({ db, outbox }), deps.verifier, db));
       mountRouter(koa, configurationRoutes({ path: 'sources', topic: 'sources' }, resources.sources, deps.verifier, db));
       mountRouter(
@@ -85,11 +95,25 @@ export async function startMerchants(deps: MerchantsDeps): Promise<RunningMercha
       };
     },
   });
-  const consumer = await consumeMerchantsEvents(deps.bus, db, settings.queue, handlers!);
+  let grpc: RunningGrpcServer;
+  try {
+    grpc = await startGrpcServer({
+      port: deps.grpcPort ?? 0,
+      ...(deps.host ? { host: deps.host } : {}),
+      services: [recordGrpcService(recordUseCases({ db, outbox: service.outbox }), deps.verifier, logger)],
+    });
+  } catch (error) {
+    await service.stop();
+    await runner.close();
+    throw error;
+  }
+  const consumer = await consumeMerchantsEvents(deps.bus, db, handlers!);
   return {
     ...service,
     consumer,
+    grpc,
     async stop() {
+      await grpc.stop();
       await consumer.close();
       await service.stop();
       await runner.close();

@@ -2,8 +2,6 @@ import { configFields, distributedServiceConfig, loadConfig, z } from '@merx/kit
 
 /** How the merchants service behaves; validated before it opens a port. */
 export interface MerchantsSettings {
-  /** The durable queue its replicas share (merchant accounts, records to route, resets). */
-  queue: string;
   /** Destinations: the same address policy as the delivery engine that will call them. */
   allowPrivateAddresses: boolean;
   allowedPrivateHosts: string[];
@@ -19,7 +17,6 @@ const flag = (fallback: boolean) =>
 
 export const merchantsSettingsSchema = (defaults: { allowPrivate: boolean }) =>
   z.object({
-    MERX_MERCHANTS_QUEUE: z.string().regex(/^[a-z0-9._-]{1,200}$/, 'must be a queue name of a-z 0-9 . _ -').default('merchants.events'),
     MERX_WEBHOOK_ALLOW_PRIVATE: flag(defaults.allowPrivate),
     MERX_WEBHOOK_ALLOWED_PRIVATE_HOSTS: z
       .string()
@@ -30,7 +27,6 @@ export const merchantsSettingsSchema = (defaults: { allowPrivate: boolean }) =>
 
 export function toMerchantsSettings(config: z.infer<ReturnType<typeof merchantsSettingsSchema>>): MerchantsSettings {
   return {
-    queue: config.MERX_MERCHANTS_QUEUE,
     allowPrivateAddresses: config.MERX_WEBHOOK_ALLOW_PRIVATE,
     allowedPrivateHosts: config.MERX_WEBHOOK_ALLOWED_PRIVATE_HOSTS,
     ruleTimeoutMs: config.MERX_RULE_TIMEOUT_MS,
@@ -42,4 +38,5 @@ export function merchantsSettingsFromEnv(env: Record<string, string | undefined>
   return toMerchantsSettings(loadConfig('merchants', merchantsSettingsSchema(defaults), env));
 }
 
-export const merchantsServiceConfig = distributedServiceConfig(3005).extend(merchantsSettingsSchema({ allowPrivate: false }).shape);
+// GRPC_PORT: merx.v1.RecordService for the edge, on the service network only.
+export const merchantsServiceConfig = distributedServiceConfig(3005).extend({ ...merchantsSettingsSchema({ allowPrivate: false }).shape, GRPC_PORT: configFields.port(50055) });

@@ -113,7 +113,7 @@ export async function startHarness(options: { embedded?: boolean } = {}): Promis
       port: 0,
       host: '127.0.0.1',
       // A generous rule budget: these tests are about routing, not about a slow machine's first compile.
-      settings: merchantsSettingsFromEnv({ MERX_MERCHANTS_QUEUE: 'merchants.events', MERX_RULE_TIMEOUT_MS: '5000' }),
+      settings: merchantsSettingsFromEnv({ MERX_RULE_TIMEOUT_MS: '5000' }),
       // Destination URLs name public hosts; no test depends on real DNS.
       resolver: async () => [{ address: '93.184.216.34', family: 4 }],
     });

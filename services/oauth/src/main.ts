@@ -1,5 +1,6 @@
-import { API_AUDIENCE, configFields, connectDistributedInfrastructure, createLogger, distributedServiceConfig, exitOnConfigError, issuerOf, loadConfig, stopOnSignals, z } from '@merx/kit';
-import { DEFAULT_OAUTH_QUEUE } from './events/merchant-events.js';
+import { API_AUDIENCE, ConfigError, configFields, connectDistributedInfrastructure, createLogger, distributedServiceConfig, ensurePortFree, exitOnConfigError, exitOnStartFailure, issuerOf, loadConfig, stopOnSignals } from '@merx/kit';
+import { consoleRedirectUri } from '@merx/contracts';
+import { signInThrottleFromEnv } from './domain/login-throttle.js';
 import { startOauth } from './service.js';
 import { revocationsFromStore } from './usecases/revocations.js';
 
@@ -7,20 +8,26 @@ const oauthConfig = distributedServiceConfig(3001).extend({
   MERX_OPERATOR_TOKEN: configFields.secret('the operator credential for /admin/v1'),
   MERX_COOKIE_SECRET: configFields.secret('signs OAuth interaction cookies'),
   MERX_ACCESS_TOKEN_TTL: configFields.positiveInt(900),
-  // Configurable because stacks that share one RabbitMQ (e2e runs) must not share a queue.
-  MERX_OAUTH_QUEUE: z.string().regex(/^[a-z0-9._-]{1,200}$/, 'must be a queue name of a-z 0-9 . _ -').default(DEFAULT_OAUTH_QUEUE),
+  MERX_CONSOLE_CLIENT_SECRET: configFields.secret('authenticates the merchant console, a first-party OAuth client'),
 });
 
 let config;
+let signInThrottle;
 try {
   config = loadConfig('oauth', oauthConfig);
+  try {
+    signInThrottle = signInThrottleFromEnv(process.env);
+  } catch (error) {
+    throw new ConfigError('oauth', [(error as Error).message]);
+  }
 } catch (error) {
   exitOnConfigError(error);
 }
 const logger = createLogger('oauth', config.LOG_LEVEL);
 const accessTokenTtlSeconds = config.MERX_ACCESS_TOKEN_TTL;
 // The oauth service owns the revoked keys, so it loads its list from its own tables, not over HTTP.
-const infrastructure = await connectDistributedInfrastructure('oauth', config, logger, { loadRevocations: (db) => revocationsFromStore(db, accessTokenTtlSeconds) });
+await ensurePortFree(config.PORT, config.HOST).catch((error: unknown) => exitOnStartFailure('oauth', error));
+const infrastructure = await connectDistributedInfrastructure('oauth', config, logger, { loadRevocations: (db) => revocationsFromStore(db, accessTokenTtlSeconds) }).catch((error: unknown) => exitOnStartFailure('oauth', error));
 const oauth = await startOauth({
   db: infrastructure.db,
   bus: infrastructure.bus,
@@ -29,13 +36,16 @@ const oauth = await startOauth({
   audience: API_AUDIENCE,
   accessTokenTtlSeconds: config.MERX_ACCESS_TOKEN_TTL,
   operatorToken: config.MERX_OPERATOR_TOKEN,
+  serviceToken: config.MERX_SERVICE_TOKEN,
   cookieSecret: config.MERX_COOKIE_SECRET,
   verifier: infrastructure.verifier,
   readiness: infrastructure.readiness,
+  migrationMode: infrastructure.migrationMode,
   port: config.PORT,
   host: config.HOST,
-  queue: config.MERX_OAUTH_QUEUE,
-});
+  signInThrottle,
+  console: { clientSecret: config.MERX_CONSOLE_CLIENT_SECRET, redirectUri: consoleRedirectUri(config.MERX_PUBLIC_URL) },
+}).catch((error: unknown) => exitOnStartFailure('oauth', error));
 logger.info({ url: oauth.url }, 'oauth listening');
 stopOnSignals(logger, async () => {
   await oauth.stop();

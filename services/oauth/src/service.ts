@@ -1,16 +1,20 @@
 import type { JWK } from 'oidc-provider';
-import { mountRouter, startService, type Bus, type Consumer, type Outbox, type Db, type Logger, type ReadinessCheck, type RunningService, type TokenVerifier } from '@merx/kit';
-import { consumeMerchantEvents, DEFAULT_OAUTH_QUEUE } from './events/merchant-events.js';
-import { createProvider, deleteExpiredOidcPayloads, mountProvider } from './provider/index.js';
+import { mountRouter, startService, type Bus, type Consumer, type Outbox, type Db, type Logger, type ReadinessCheck, type RunningService, type TokenVerifier, type MigrationMode } from '@merx/kit';
+import { consumeMerchantEvents } from './events/merchant-events.js';
+import { CONSOLE_CLIENT_ID } from '@merx/contracts';
+import { createProvider, deleteExpiredOidcPayloads, hashAppSecret, mountProvider, type FirstPartyClient } from './provider/index.js';
 import { interactionRoutes } from './interaction/routes.js';
+import type { SignInThrottle } from './domain/login-throttle.js';
+import { forgetOldLoginFailures } from './store/login-throttle-store.js';
 import { appAdminRoutes } from './routes/admin-apps.js';
 import { installedAppRoutes } from './routes/apps.js';
 import { findAppClient, findInstalledGrantId, findMerxAccount } from './store/app-clients-store.js';
 import { adminRoutes } from './routes/admin.js';
 import { apiKeyRoutes } from './routes/api-keys.js';
-import { merchantPlanOf, throttleAdminRoutes } from './routes/throttle.js';
+import { busAdminRoutes } from './routes/bus-admin.js';
+import { listThrottleOverrides, merchantPlanOf, throttleAdminRoutes } from './routes/throttle.js';
 import { internalRoutes } from './routes/internal.js';
-import { findApiKeyClientByClientId, touchApiKeyLastUsed } from './store/accounts-store.js';
+import { findApiKeyClientByClientId, findMerchant, touchApiKeyLastUsed } from './store/accounts-store.js';
 import { authEvents } from './usecases/auth-events.js';
 import { OAUTH_SCHEMA, oauthMigrations } from './store/migrations.js';
 import { recordGrantRevokedByProvider } from './usecases/app-grants.js';
@@ -19,6 +23,8 @@ import { apiKeyUseCases } from './usecases/api-keys.js';
 import { revocationsFromStore } from './usecases/revocations.js';
 
 export interface OauthDeps {
+  /** `verify` when the deployment's migrate command owns the schema. */
+  migrationMode?: MigrationMode;
   db: Db;
   bus: Bus;
   logger: Logger;
@@ -27,6 +33,8 @@ export interface OauthDeps {
   audience: string;
   accessTokenTtlSeconds: number;
   operatorToken: string;
+  /** What other services present to /internal/v1 (MERX_SERVICE_TOKEN); without it those routes refuse everyone. */
+  serviceToken?: string;
   cookieSecret: string;
   /** Verifies bearer tokens on /api/v1 routes; consults the process's revocation list. */
   verifier: TokenVerifier;
@@ -34,8 +42,10 @@ export interface OauthDeps {
   readiness?: ReadinessCheck[];
   port: number;
   host?: string;
-  /** The durable queue oauth consumes merchants.updated through (`oauth.merchants`); replicas share it. */
-  queue?: string;
+  /** Growing delays after failed sign-ins (MERX_SIGNIN_THROTTLE); the defaults when absent. */
+  signInThrottle?: SignInThrottle;
+  /** The merchant console, a first-party client (MERX_CONSOLE_CLIENT_SECRET); absent, nobody can sign in to it. */
+  console?: { clientSecret: string; redirectUri: string };
 }
 
 export interface RunningOauth extends RunningService {
@@ -58,6 +68,9 @@ function basicClientId(header: string): string | undefined {
 
 export async function startOauth(deps: OauthDeps): Promise<RunningOauth> {
   const { db, logger } = deps;
+  const firstPartyClients: FirstPartyClient[] = deps.console
+    ? [{ clientId: CONSOLE_CLIENT_ID, secretHash: hashAppSecret(deps.console.clientSecret), name: 'the Merx console', redirectUris: [deps.console.redirectUri] }]
+    : [];
   let signingKeys: SigningKeys | undefined;
   let outboxOfService: Outbox | undefined;
   const auth = authEvents({ db, outbox: () => outboxOfService, logger });
@@ -71,6 +84,7 @@ export async function startOauth(deps: OauthDeps): Promise<RunningOauth> {
       jwks,
       signingKid,
       findAppClient: (clientId) => findAppClient(db, clientId),
+      firstPartyClients,
       findAccount: (userId) => findMerxAccount(db, userId),
       findInstalledGrantId: (userId, clientId) => findInstalledGrantId(db, userId, clientId),
       db,
@@ -99,6 +113,7 @@ export async function startOauth(deps: OauthDeps): Promise<RunningOauth> {
     name: 'oauth',
     schema: OAUTH_SCHEMA,
     migrations: oauthMigrations,
+    migrationMode: deps.migrationMode,
     db,
     bus: deps.bus,
     logger,
@@ -111,7 +126,7 @@ export async function startOauth(deps: OauthDeps): Promise<RunningOauth> {
     // The provider reads its own form bodies, so it goes before JSON parsing.
     beforeJsonBody: (koa, outbox) => {
       outboxOfService = outbox;
-      mountRouter(koa, interactionRoutes({ slot: signingKeys!.slot, db, logger, audience: deps.audience, secret: deps.cookieSecret, onLoginDenied: (attempt) => {
+      mountRouter(koa, interactionRoutes({ slot: signingKeys!.slot, db, logger, audience: deps.audience, secret: deps.cookieSecret, firstPartyNames: new Map(firstPartyClients.map((client) => [client.clientId, client.name])), ...(deps.signInThrottle ? { signInThrottle: deps.signInThrottle } : {}), onLoginDenied: (attempt) => {
         logger.warn({ event: 'auth.denied', reason: 'wrong_password', ...attempt }, 'login denied');
         void auth.loginRefused(attempt.email, attempt.clientId);
       } }));
@@ -122,15 +137,20 @@ export async function startOauth(deps: OauthDeps): Promise<RunningOauth> {
       mountRouter(koa, appAdminRoutes({ db, operatorToken: deps.operatorToken, rotateSigningKeys: () => signingKeys!.rotate() }));
       mountRouter(koa, installedAppRoutes(outbox, db, deps.verifier));
       mountRouter(koa, throttleAdminRoutes(db, outbox, deps.operatorToken));
+      mountRouter(koa, busAdminRoutes(deps.bus, deps.operatorToken));
       mountRouter(koa, apiKeyRoutes(apiKeyUseCases({ db, outbox }), deps.verifier, db));
-      mountRouter(koa, internalRoutes(revocationsFromStore(db, deps.accessTokenTtlSeconds)));
+      mountRouter(koa, internalRoutes(deps.serviceToken, revocationsFromStore(db, deps.accessTokenTtlSeconds), () => listThrottleOverrides(db), (merchantId) => findMerchant(db, merchantId)));
     },
     ...(deps.readiness ? { readiness: deps.readiness } : {}),
-    maintenance: [{ name: 'expired oidc payloads', run: () => deleteExpiredOidcPayloads(db, { schema: OAUTH_SCHEMA }) }],
+    maintenance: [
+      { name: 'expired oidc payloads', run: () => deleteExpiredOidcPayloads(db, { schema: OAUTH_SCHEMA }) },
+      // Longer ago than any sign-in throttle remembers a failure or holds a lock.
+      { name: 'old sign-in failures', run: () => forgetOldLoginFailures(db, new Date(Date.now() - 2 * 3_600_000)) },
+    ],
   });
   let consumer: Consumer;
   try {
-    consumer = await consumeMerchantEvents({ bus: deps.bus, db, logger, queue: deps.queue ?? DEFAULT_OAUTH_QUEUE });
+    consumer = await consumeMerchantEvents({ bus: deps.bus, db, logger });
   } catch (error) {
     signingKeys?.stop();
     await running.stop();

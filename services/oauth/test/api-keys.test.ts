@@ -8,6 +8,7 @@ import {
   createPostgresDb,
   MemoryBus,
   RevocationList,
+  serviceAuthorization,
   startRevocationFeed,
   type Db,
   type MerxEvent,
@@ -50,6 +51,8 @@ async function freshDatabase(): Promise<{ db: Db; drop(): Promise<void> }> {
   throw new Error('no PostgreSQL admin connection');
 }
 
+
+const SERVICE_TOKEN = randomBytes(32).toString('base64url');
 describe('oauth: API keys (PostgreSQL)', function () {
   this.timeout(30_000);
   let database: { db: Db; drop(): Promise<void> };
@@ -76,6 +79,7 @@ describe('oauth: API keys (PostgreSQL)', function () {
       accessTokenTtlSeconds: 900,
       operatorToken: randomBytes(32).toString('hex'),
       cookieSecret: randomBytes(32).toString('hex'),
+      serviceToken: SERVICE_TOKEN,
       verifier: createJwksTokenVerifier({ jwksUrl: () => `${url}/oauth/jwks`, issuer: ISSUER, audience: API_AUDIENCE, revocations }),
       port: 0,
       host: '127.0.0.1',
@@ -159,7 +163,7 @@ describe('oauth: API keys (PostgreSQL)', function () {
     const { token } = await merchant('api_keys:write products:read');
     const wider = await call('POST', '/api/v1/api-keys', token, { name: 'Wider', scopes: ['products:read', 'products:write'] });
     assert.equal(wider.status, 422, wider.text);
-    assert.deepEqual(wider.body.errors.map((e: { field: string; code: string }) => [e.field, e.code]), [['scopes.1', 'scope_not_held']]);
+    assert.deepEqual(wider.body.errors.map((e: { field: string; code: string }) => [e.field, e.code]), [['scopes[1]', 'scope_not_held']]);
     const unknown = await call('POST', '/api/v1/api-keys', token, { name: 'x', scopes: ['root'] });
     assert.equal(unknown.status, 422);
     const empty = await call('POST', '/api/v1/api-keys', token, { name: '', scopes: [] });
@@ -233,11 +237,17 @@ describe('oauth: API keys (PostgreSQL)', function () {
     assert.ok(!listed.text.includes(key.id) && !listed.text.includes(a.merchantId));
   });
 
-  it('serves the revocation list on the internal endpoint', async () => {
+  it('serves the revocation list on the internal endpoint, to the service credential only', async () => {
     const { token } = await merchant();
     const created = await call('POST', '/api/v1/api-keys', token, { name: 'Listed', scopes: ['products:read'] });
     await call('DELETE', `/api/v1/api-keys/${created.body.id}`, token);
-    const response = await fetch(`${oauth.url}/internal/v1/revocations?since=${encodeURIComponent(new Date(Date.now() - 60_000).toISOString())}`);
+    const since = encodeURIComponent(new Date(Date.now() - 60_000).toISOString());
+    for (const authorization of [undefined, 'Bearer not-the-service-token', `Bearer ${token}`]) {
+      const refused = await fetch(`${oauth.url}/internal/v1/revocations?since=${since}`, { headers: authorization ? { authorization } : {} });
+      assert.equal(refused.status, 401, `${authorization ?? 'no credential'} must be refused`);
+      assert.equal(((await refused.json()) as { code: string }).code, 'unauthenticated');
+    }
+    const response = await fetch(`${oauth.url}/internal/v1/revocations?since=${since}`, { headers: serviceAuthorization(SERVICE_TOKEN) });
     const body = (await response.json()) as { entries: Array<{ client_id: string }>; max_token_lifetime_seconds: number };
     assert.equal(response.status, 200);
     assert.equal(body.max_token_lifetime_seconds, 900);

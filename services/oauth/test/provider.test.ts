@@ -301,15 +301,16 @@ describe('oauth provider (client credentials for API keys)', () => {
   });
 
   describe('mount and discovery', () => {
-    it('serves discovery under /oauth with URLs built from the forwarded host', async () => {
+    it('serves discovery under /oauth with URLs built from the configured public origin, whatever Host a client forges', async () => {
       const response = await fetch(`${baseUrl}/oauth/.well-known/openid-configuration`, {
-        headers: { 'x-forwarded-host': 'api.merx.test', 'x-forwarded-proto': 'https' },
+        headers: { 'x-forwarded-host': 'evil.example', 'x-forwarded-proto': 'https' },
       });
       assert.equal(response.status, 200);
       const document = (await response.json()) as Record<string, unknown>;
       assert.equal(document.issuer, ISSUER);
-      assert.equal(document.token_endpoint, 'https://api.merx.test/oauth/token');
-      assert.equal(document.jwks_uri, 'https://api.merx.test/oauth/jwks');
+      assert.equal(document.token_endpoint, `${ISSUER}/token`);
+      assert.equal(document.jwks_uri, `${ISSUER}/jwks`);
+      assert.doesNotMatch(JSON.stringify(document), /evil\.example/);
       assert.deepEqual([...(document.grant_types_supported as string[])].sort(), ['authorization_code', 'client_credentials', 'refresh_token']);
       assert.deepEqual(document.code_challenge_methods_supported, ['S256'], 'plain PKCE is never offered');
       assert.deepEqual(document.response_types_supported, ['code']);

@@ -1,4 +1,4 @@
-import { connectDistributedInfrastructure, createLogger, exitOnConfigError, loadConfig, stopOnSignals } from '@merx/kit';
+import { connectDistributedInfrastructure, createLogger, ensurePortFree, exitOnConfigError, exitOnStartFailure, loadConfig, stopOnSignals } from '@merx/kit';
 import { startWebhooks } from './service.js';
 import { toWebhookSettings, webhooksServiceConfig } from './settings.js';
 
@@ -10,16 +10,17 @@ try {
   exitOnConfigError(error);
 }
 const logger = createLogger('webhooks', config.LOG_LEVEL);
-const infrastructure = await connectDistributedInfrastructure('webhooks', config, logger);
+await ensurePortFree(config.PORT, config.HOST).catch((error: unknown) => exitOnStartFailure('webhooks', error));
+const infrastructure = await connectDistributedInfrastructure('webhooks', config, logger).catch((error: unknown) => exitOnStartFailure('webhooks', error));
 const webhooks = await startWebhooks({
   ...infrastructure,
   logger,
   port: config.PORT,
   host: config.HOST,
-  queue: config.MERX_WEBHOOKS_QUEUE,
+  grpcPort: config.GRPC_PORT,
   settings: toWebhookSettings(config),
-});
-logger.info({ url: webhooks.url }, 'webhooks listening');
+}).catch((error: unknown) => exitOnStartFailure('webhooks', error));
+logger.info({ url: webhooks.url, grpc: webhooks.grpc.address }, 'webhooks listening');
 stopOnSignals(logger, async () => {
   await webhooks.stop();
   await infrastructure.close();

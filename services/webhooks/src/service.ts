@@ -1,18 +1,25 @@
 import { createContractValidator } from '@merx/contracts';
-import { batchPerKey, mountRouter, startService, type Bus, type Consumer, type Db, type Logger, type MerxEvent, type ReadinessCheck, type RunningService, type TokenVerifier } from '@merx/kit';
+import { batchPerKey, mountRouter, WORK_QUEUES, startGrpcServer, startService, type RunningGrpcServer, type Bus, type Consumer, type Db, type Logger, type MerxEvent, type ReadinessCheck, type RunningService, type TokenVerifier, type MigrationMode } from '@merx/kit';
 import { WebhookSender } from './delivery/sender.js';
 import type { HostResolver } from '@merx/kit';
 import { DeliveryWorker } from './engine/worker.js';
+import { eventGrpcService } from './grpc/event-service.js';
 import { eventRoutes, webhookRoutes } from './routes/webhooks.js';
 import type { WebhookSettings } from './settings.js';
 import { purgeExpiredEvents } from './store/events-store.js';
 import { WEBHOOKS_SCHEMA, webhooksMigrations } from './store/migrations.js';
 import { deliveryUseCases } from './usecases/deliveries.js';
+import { eventStreamUseCase, type EventStreamTiming } from './usecases/event-stream.js';
 import { fanOut } from './usecases/fanout.js';
 import { attemptOutcomes } from './usecases/outcomes.js';
 import { subscriptionUseCases } from './usecases/subscriptions.js';
 
+/** Fan-out's durable queue, shared by the replicas (the bus prefixes it with the deployment). */
+export const WEBHOOKS_QUEUE = WORK_QUEUES.webhooks;
+
 export interface WebhooksDeps {
+  /** `verify` when the deployment's migrate command owns the schema. */
+  migrationMode?: MigrationMode;
   db: Db;
   bus: Bus;
   logger: Logger;
@@ -20,9 +27,11 @@ export interface WebhooksDeps {
   readiness?: ReadinessCheck[];
   port: number;
   host?: string;
-  /** The durable queue fan-out consumes `merx.events` through; replicas share it. */
-  queue?: string;
   settings: WebhookSettings;
+  /** The internal gRPC port of merx.v1.EventService (the edge forwards to it); a free one when absent. */
+  grpcPort?: number;
+  /** Tests shorten how long StreamEvents lets events settle. */
+  eventStreamTiming?: EventStreamTiming;
   /** DNS for the address checks (tests inject one); the system resolver otherwise. */
   resolver?: HostResolver;
   /** Tests pin time and jitter. */
@@ -35,6 +44,7 @@ export interface WebhooksDeps {
 export interface RunningWebhooks extends RunningService {
   consumer: Consumer;
   worker: DeliveryWorker;
+  grpc: RunningGrpcServer;
 }
 
 /**
@@ -61,6 +71,7 @@ export async function startWebhooks(deps: WebhooksDeps): Promise<RunningWebhooks
     name: 'webhooks',
     schema: WEBHOOKS_SCHEMA,
     migrations: webhooksMigrations,
+    migrationMode: deps.migrationMode,
     db,
     bus: deps.bus,
     logger,
@@ -92,6 +103,14 @@ export async function startWebhooks(deps: WebhooksDeps): Promise<RunningWebhooks
     now,
     ...(deps.pollIntervalMs ? { pollIntervalMs: deps.pollIntervalMs } : {}),
   });
+  let grpc: RunningGrpcServer;
+  try {
+    const followEvents = eventStreamUseCase({ db, eventRetentionDays: settings.eventRetentionDays, now, ...(deps.eventStreamTiming ? { timing: deps.eventStreamTiming } : {}) });
+    grpc = await startGrpcServer({ port: deps.grpcPort ?? 0, ...(deps.host ? { host: deps.host } : {}), services: [eventGrpcService(followEvents, deps.verifier, logger)] });
+  } catch (error) {
+    await service.stop();
+    throw error;
+  }
   await worker.start();
   const fanOutEvents = fanOut({ outbox: service.outbox, logger, validator: createContractValidator(), secretOverlapMs: settings.secretOverlapMs, now });
   // Events arriving while a batch commits go together in the next one: one transaction for many.
@@ -99,12 +118,14 @@ export async function startWebhooks(deps: WebhooksDeps): Promise<RunningWebhooks
     const due = await fanOutEvents(events);
     if (due > 0) worker!.wake();
   }, 500);
-  const consumer = await deps.bus.consume({ queue: deps.queue ?? 'webhooks.events', bindings: ['#'], prefetch: 512 }, (event) => fanOutInBatches('events', event));
+  const consumer = await deps.bus.consume({ queue: WEBHOOKS_QUEUE, bindings: ['#'], prefetch: 512 }, (event) => fanOutInBatches('events', event));
   return {
     ...service,
     consumer,
     worker,
+    grpc,
     async stop() {
+      await grpc.stop();
       await consumer.close();
       await worker!.stop();
       await service.stop();

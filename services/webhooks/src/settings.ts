@@ -28,39 +28,8 @@ export interface WebhookSettings {
 export const DEFAULT_RETRY_SCHEDULE = '5s,5m,30m,2h,5h,10h,14h,20h';
 export const DEFAULT_RETRY_WINDOW = '72h';
 
-const UNIT_MS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
-
-/** `1500ms`, `5s`, `30m`, `2h`, `3d` → milliseconds; undefined when the text is not a duration. */
-export function parseDuration(text: string): number | undefined {
-  const match = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\s*$/.exec(text);
-  if (!match) return undefined;
-  return Math.round(Number(match[1]) * UNIT_MS[match[2]!]!);
-}
-
-const duration = (fallback: string) =>
-  z
-    .string()
-    .default(fallback)
-    .transform((text, ctx) => {
-      const ms = parseDuration(text);
-      if (ms === undefined || ms <= 0) {
-        ctx.addIssue({ code: 'custom', message: `must be a duration such as 5s, 30m or 72h (got "${text}")` });
-        return z.NEVER;
-      }
-      return ms;
-    });
-
-const schedule = z
-  .string()
-  .default(DEFAULT_RETRY_SCHEDULE)
-  .transform((text, ctx) => {
-    const steps = text.split(',').map((step) => parseDuration(step));
-    if (steps.length === 0 || steps.some((step) => step === undefined || step <= 0)) {
-      ctx.addIssue({ code: 'custom', message: `must be comma-separated durations such as 5s,5m,30m (got "${text}")` });
-      return z.NEVER;
-    }
-    return steps as number[];
-  });
+const duration = configFields.duration;
+const schedule = configFields.durations(DEFAULT_RETRY_SCHEDULE);
 
 const flag = (fallback: boolean) =>
   z
@@ -110,6 +79,5 @@ export function webhookSettingsFromEnv(env: Record<string, string | undefined>, 
 
 export const webhooksServiceConfig = distributedServiceConfig(3004)
   .extend(webhookSettingsSchema({ allowPrivate: false }).shape)
-  .extend({
-    MERX_WEBHOOKS_QUEUE: z.string().regex(/^[a-z0-9._-]{1,200}$/, 'must be a queue name of a-z 0-9 . _ -').default('webhooks.events'),
-  });
+  // GRPC_PORT: merx.v1.EventService for the edge, on the service network only.
+  .extend({ GRPC_PORT: configFields.port(50054) });

@@ -15,11 +15,13 @@ export interface AuditEntry {
   requestId: string | null;
   ip: string | null;
   eventId: string;
+  /** Which frozen form `hash` was computed over (see HASHED_FORMS); a chain may mix versions. */
+  hashVersion: number;
   prevHash: string;
   hash: string;
 }
 
-export type UnchainedEntry = Omit<AuditEntry, 'sequence' | 'prevHash' | 'hash'>;
+export type UnchainedEntry = Omit<AuditEntry, 'sequence' | 'prevHash' | 'hash' | 'hashVersion'>;
 
 /** The chain of every merchant starts from this value, so the first entry has a previous hash too. */
 export const GENESIS_HASH = '0'.repeat(64);
@@ -59,18 +61,48 @@ export function entryFromEvent(id: string, event: MerxEvent): UnchainedEntry {
   };
 }
 
-/** The hashed form: the entry as the API shows it, plus its merchant, minus the hash itself. */
-function hashedContent(entry: Omit<AuditEntry, 'hash'>): string {
-  const { hash: _unhashed, ...shown } = presentEntry({ ...entry, hash: '' });
-  return canonicalJson({ ...shown, merchant_id: entry.merchantId });
+/**
+ * The forms an entry's hash is computed over, by `hash_version`. Each is frozen once entries carry
+ * it: the API may show new fields, and a new form gets a new version, while every stored chain
+ * keeps verifying with the form it was written in. Version 1 is the canonical (RFC 8785) JSON of
+ * these fields, which were the API's shape when chains began.
+ */
+const HASHED_FORMS: Record<number, (entry: Omit<AuditEntry, 'hash'>) => unknown> = {
+  1: (entry) => ({
+    id: entry.id,
+    object: 'audit_entry',
+    sequence: entry.sequence,
+    occurred_at: entry.occurredAt,
+    actor: entry.actor,
+    action: entry.action,
+    resource: entry.resource,
+    changes: entry.changes,
+    request_id: entry.requestId,
+    ip: entry.ip,
+    event_id: entry.eventId,
+    prev_hash: entry.prevHash,
+    merchant_id: entry.merchantId,
+  }),
+};
+
+/** The form new entries are hashed with. */
+export const CURRENT_HASH_VERSION = 1;
+
+export class UnknownHashVersion extends Error {
+  constructor(version: number) {
+    super(`audit hash_version ${version} is not known to this release`);
+    this.name = 'UnknownHashVersion';
+  }
 }
 
 export function hashEntry(entry: Omit<AuditEntry, 'hash'>): string {
-  return createHash('sha256').update(`${entry.prevHash}\n${hashedContent(entry)}`).digest('hex');
+  const form = HASHED_FORMS[entry.hashVersion];
+  if (!form) throw new UnknownHashVersion(entry.hashVersion);
+  return createHash('sha256').update(`${entry.prevHash}\n${canonicalJson(form(entry))}`).digest('hex');
 }
 
 export function chainEntry(entry: UnchainedEntry, previous: { sequence: number; hash: string } | undefined): AuditEntry {
-  const linked = { ...entry, sequence: (previous?.sequence ?? 0) + 1, prevHash: previous?.hash ?? GENESIS_HASH };
+  const linked = { ...entry, sequence: (previous?.sequence ?? 0) + 1, prevHash: previous?.hash ?? GENESIS_HASH, hashVersion: CURRENT_HASH_VERSION };
   return { ...linked, hash: hashEntry(linked) };
 }
 
@@ -90,7 +122,7 @@ export function findChainBreak(entries: Iterable<AuditEntry>, start: { sequence:
   for (const entry of entries) {
     if (entry.sequence !== expected.sequence + 1) return { id: entry.id, sequence: entry.sequence, reason: 'sequence_gap' };
     if (entry.prevHash !== expected.hash) return { id: entry.id, sequence: entry.sequence, reason: 'prev_hash_mismatch' };
-    if (hashEntry(entry) !== entry.hash) return { id: entry.id, sequence: entry.sequence, reason: 'hash_mismatch' };
+    if (!HASHED_FORMS[entry.hashVersion] || hashEntry(entry) !== entry.hash) return { id: entry.id, sequence: entry.sequence, reason: 'hash_mismatch' };
     expected = { sequence: entry.sequence, hash: entry.hash };
   }
   return undefined;
@@ -110,6 +142,7 @@ export function presentEntry(entry: AuditEntry) {
     ip: entry.ip,
     event_id: entry.eventId,
     hash: entry.hash,
+    hash_version: entry.hashVersion,
     prev_hash: entry.prevHash,
   };
 }

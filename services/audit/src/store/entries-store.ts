@@ -21,6 +21,7 @@ interface EntryRow {
   event_id: string;
   prev_hash: string;
   hash: string;
+  hash_version: number;
 }
 
 function toEntry(row: EntryRow): AuditEntry {
@@ -36,6 +37,7 @@ function toEntry(row: EntryRow): AuditEntry {
     requestId: row.request_id,
     ip: row.ip,
     eventId: row.event_id,
+    hashVersion: row.hash_version,
     prevHash: row.prev_hash,
     hash: row.hash,
   };
@@ -51,9 +53,9 @@ export async function appendEntryForMerchant(tx: Queryable, merchantId: Merchant
   const head = rows[0]!;
   const entry = chainEntry(unchained, { sequence: Number(head.sequence), hash: head.hash });
   await tx.query(
-    `INSERT INTO ${ENTRIES} (merchant_id, id, sequence, occurred_at, actor, action, resource_type, resource_id, changes, request_id, ip, event_id, prev_hash, hash)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
-    [merchantId, entry.id, entry.sequence, entry.occurredAt, JSON.stringify(entry.actor), entry.action, entry.resource.type, entry.resource.id, JSON.stringify(entry.changes), entry.requestId, entry.ip, entry.eventId, entry.prevHash, entry.hash],
+    `INSERT INTO ${ENTRIES} (merchant_id, id, sequence, occurred_at, actor, action, resource_type, resource_id, changes, request_id, ip, event_id, prev_hash, hash, hash_version)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
+    [merchantId, entry.id, entry.sequence, entry.occurredAt, JSON.stringify(entry.actor), entry.action, entry.resource.type, entry.resource.id, JSON.stringify(entry.changes), entry.requestId, entry.ip, entry.eventId, entry.prevHash, entry.hash, entry.hashVersion],
   );
   await tx.query(`UPDATE ${HEADS} SET sequence = $2, hash = $3 WHERE merchant_id = $1`, [merchantId, entry.sequence, entry.hash]);
   return entry;
@@ -73,15 +75,28 @@ export async function appendEntriesForMerchant(tx: Queryable, merchantId: Mercha
     previous = { sequence: chained.sequence, hash: chained.hash };
     return chained;
   });
-  const params: unknown[] = [];
-  const values = entries.map((entry) => {
-    params.push(merchantId, entry.id, entry.sequence, entry.occurredAt, JSON.stringify(entry.actor), entry.action, entry.resource.type, entry.resource.id, JSON.stringify(entry.changes), entry.requestId, entry.ip, entry.eventId, entry.prevHash, entry.hash);
-    const base = params.length - 14;
-    return `(${Array.from({ length: 14 }, (_, i) => `$${base + i + 1}`).join(', ')})`;
-  });
+  // One statement text for any batch size (arrays through unnest), so it is prepared once per connection.
+  const column = <T>(pick: (entry: AuditEntry) => T) => entries.map(pick);
   await tx.query(
-    `INSERT INTO ${ENTRIES} (merchant_id, id, sequence, occurred_at, actor, action, resource_type, resource_id, changes, request_id, ip, event_id, prev_hash, hash) VALUES ${values.join(', ')}`,
-    params,
+    `INSERT INTO ${ENTRIES} (merchant_id, id, sequence, occurred_at, actor, action, resource_type, resource_id, changes, request_id, ip, event_id, prev_hash, hash, hash_version)
+     SELECT $1, * FROM unnest($2::text[], $3::bigint[], $4::timestamptz[], $5::jsonb[], $6::text[], $7::text[], $8::text[], $9::jsonb[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $15::smallint[])`,
+    [
+      merchantId,
+      column((entry) => entry.id),
+      column((entry) => entry.sequence),
+      column((entry) => entry.occurredAt),
+      column((entry) => JSON.stringify(entry.actor)),
+      column((entry) => entry.action),
+      column((entry) => entry.resource.type),
+      column((entry) => entry.resource.id),
+      column((entry) => JSON.stringify(entry.changes)),
+      column((entry) => entry.requestId),
+      column((entry) => entry.ip),
+      column((entry) => entry.eventId),
+      column((entry) => entry.prevHash),
+      column((entry) => entry.hash),
+      column((entry) => entry.hashVersion),
+    ],
   );
   await tx.query(`UPDATE ${HEADS} SET sequence = $2, hash = $3 WHERE merchant_id = $1`, [merchantId, previous.sequence, previous.hash]);
   return entries;
@@ -147,20 +162,15 @@ export async function checkpointForMerchant(db: Queryable, merchantId: MerchantI
  * merchant's checkpoint to the last removed entry so the remaining chain still verifies.
  */
 export async function purgeEntriesOlderThan(tx: Queryable, cutoff: Date): Promise<number> {
-  await tx.query(`SELECT set_config('merx.audit_retention', 'on', true)`);
   const { rows } = await tx.query<{ merchant_id: string; sequence: number | string; hash: string }>(
     `SELECT DISTINCT ON (merchant_id) merchant_id, sequence, hash FROM ${ENTRIES} WHERE occurred_at < $1 ORDER BY merchant_id, sequence DESC`,
     [cutoff],
   );
   let removed = 0;
   for (const row of rows) {
-    await tx.query(
-      `INSERT INTO ${CHECKPOINTS} (merchant_id, sequence, hash) VALUES ($1, $2, $3)
-       ON CONFLICT (merchant_id) DO UPDATE SET sequence = EXCLUDED.sequence, hash = EXCLUDED.hash, created_at = now()`,
-      [row.merchant_id, row.sequence, row.hash],
-    );
-    const result = await tx.query(`DELETE FROM ${ENTRIES} WHERE merchant_id = $1 AND sequence <= $2`, [row.merchant_id, row.sequence]);
-    removed += result.rowCount;
+    // The privileged function moves the checkpoint and deletes; nothing else may delete an entry.
+    const result = await tx.query<{ removed: string }>(`SELECT ${AUDIT_SCHEMA}.purge_entries_through($1, $2)::text AS removed`, [row.merchant_id, row.sequence]);
+    removed += Number(result.rows[0]?.removed ?? 0);
   }
   return removed;
 }

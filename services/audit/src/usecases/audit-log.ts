@@ -3,6 +3,7 @@ import {
   newId,
   NotFound,
   parsePageRequest,
+  parseTimeFilter,
   toListPage,
   trustedMerchantId,
   ValidationFailed,
@@ -28,15 +29,6 @@ import { AUDIT_SCHEMA } from '../store/migrations.js';
 export const AUDIT_CONSUMER = 'audit.events';
 const VERIFY_BATCH = 1_000;
 
-function parseTime(value: unknown, field: string, errors: FieldError[]): Date | undefined {
-  if (value === undefined) return undefined;
-  const time = typeof value === 'string' ? new Date(value) : new Date(Number.NaN);
-  if (typeof value !== 'string' || !/^\d{4}-\d{2}-\d{2}T/.test(value) || Number.isNaN(time.getTime())) {
-    errors.push({ field, code: 'invalid_timestamp', message: `${field} must be an ISO 8601 timestamp such as 2026-11-22T10:04:05.123Z` });
-    return undefined;
-  }
-  return time;
-}
 
 function parseFilters(query: Record<string, unknown>): EntryFilters {
   const errors: FieldError[] = [];
@@ -51,8 +43,8 @@ function parseFilters(query: Record<string, unknown>): EntryFilters {
   text('resource_type', 'resourceType');
   text('action', 'action');
   text('actor_id', 'actorId');
-  const since = parseTime(query.since, 'since', errors);
-  const until = parseTime(query.until, 'until', errors);
+  const since = parseTimeFilter(query, 'since', errors);
+  const until = parseTimeFilter(query, 'until', errors);
   if (since) filters.since = since;
   if (until) filters.until = until;
   if (errors.length > 0) throw new ValidationFailed(errors);
@@ -76,14 +68,10 @@ export function auditLog(db: Db) {
      */
     async recordEventsOfMerchant(merchantId: string, events: MerxEvent[]): Promise<void> {
       await db.transaction(async (tx) => {
-        const params: unknown[] = [];
-        const values = events.map((event) => {
-          params.push(AUDIT_CONSUMER, event.id, event.topic);
-          return `($${params.length - 2}, $${params.length - 1}, $${params.length})`;
-        });
         const { rows } = await tx.query<{ event_id: string }>(
-          `INSERT INTO ${AUDIT_SCHEMA}.inbox (consumer, event_id, topic) VALUES ${values.join(', ')} ON CONFLICT DO NOTHING RETURNING event_id`,
-          params,
+          `INSERT INTO ${AUDIT_SCHEMA}.inbox (consumer, event_id, topic) SELECT $1, event_id, topic FROM unnest($2::text[], $3::text[]) AS received(event_id, topic)
+           ON CONFLICT DO NOTHING RETURNING event_id`,
+          [AUDIT_CONSUMER, events.map((event) => event.id), events.map((event) => event.topic)],
         );
         const fresh = new Set(rows.map((row) => row.event_id));
         const seen = new Set<string>();

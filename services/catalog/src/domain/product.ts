@@ -1,4 +1,4 @@
-import { Conflict, ValidationFailed, type FieldError } from '@merx/kit';
+import { Conflict, fieldPath, ValidationFailed, type FieldError } from '@merx/kit';
 import { formatAmount, isCurrency, minorUnitsOf, parseAmount } from '@merx/kit';
 
 export const PRODUCT_STATUSES = ['draft', 'active', 'archived'] as const;
@@ -60,7 +60,7 @@ function asObject(body: unknown): Body {
 
 function rejectUnknownFields(body: Body, check: FieldChecker): void {
   for (const key of Object.keys(body)) {
-    if (!(FIELDS as readonly string[]).includes(key)) check.fail(key, 'unknown_field', `${key} is not a product field`);
+    if (!(FIELDS as readonly string[]).includes(key)) check.fail(fieldPath('', key), 'unknown_field', `${key} is not a product field`);
   }
 }
 
@@ -130,9 +130,9 @@ function checkAttributes(value: unknown, check: FieldChecker): Record<string, st
   if (entries.length > MAX_ATTRIBUTES) return check.fail('attributes', 'too_many_keys', `attributes may have at most ${MAX_ATTRIBUTES} keys`);
   const result: Record<string, string> = {};
   for (const [key, item] of entries) {
-    if (key.length === 0 || key.length > MAX_ATTRIBUTE_KEY) check.fail(`attributes.${key}`, 'invalid_key', `attribute keys must be 1-${MAX_ATTRIBUTE_KEY} characters`);
-    else if (typeof item !== 'string') check.fail(`attributes.${key}`, 'invalid_type', 'attribute values must be strings');
-    else if ([...item].length > MAX_ATTRIBUTE_VALUE) check.fail(`attributes.${key}`, 'too_long', `attribute values must be at most ${MAX_ATTRIBUTE_VALUE} characters`);
+    if (key.length === 0 || key.length > MAX_ATTRIBUTE_KEY) check.fail(fieldPath('attributes', key), 'invalid_key', `attribute keys must be 1-${MAX_ATTRIBUTE_KEY} characters`);
+    else if (typeof item !== 'string') check.fail(fieldPath('attributes', key), 'invalid_type', 'attribute values must be strings');
+    else if ([...item].length > MAX_ATTRIBUTE_VALUE) check.fail(fieldPath('attributes', key), 'too_long', `attribute values must be at most ${MAX_ATTRIBUTE_VALUE} characters`);
     else result[key] = item;
   }
   return result;

@@ -13,7 +13,7 @@ function respondWithProduct(ctx: RouterContext, product: Product, status = 200):
 
 /** Thin routes: authenticate, name the scope, hand the request to a use case, shape the answer. */
 export function productRoutes(products: ProductUseCases, verifier: TokenVerifier, db: Db): Router {
-  const router = new Router({ prefix: '/api/v1/products', strict: false });
+  const router = new Router({ prefix: '/api/v1/products', strict: false, sensitive: true });
   router.use(authenticate(verifier));
   const idempotent = idempotencyMiddleware(db, CATALOG_SCHEMA);
 

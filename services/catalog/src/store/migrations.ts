@@ -1,4 +1,4 @@
-import { idempotencyMigration, inboxMigration, outboxMigration, type Migration } from '@merx/kit';
+import { idempotencyByCredentialMigration, idempotencyMigration, inboxMigration, outboxMigration, type Migration } from '@merx/kit';
 
 export const CATALOG_SCHEMA = 'catalog';
 
@@ -6,6 +6,7 @@ export const catalogMigrations: Migration[] = [
   outboxMigration,
   inboxMigration,
   idempotencyMigration,
+  idempotencyByCredentialMigration,
   {
     id: '001_products',
     // merchant_id leads every key: isolation is checkable and the table can be distributed by tenant (Citus).

@@ -136,3 +136,62 @@ export async function deleteAllProductsForMerchant(tx: Queryable, merchantId: Me
   const { rowCount } = await tx.query(`DELETE FROM ${TABLE} WHERE merchant_id = $1`, [merchantId]);
   return rowCount;
 }
+
+/** The merchant's products with these skus, locked for the rest of the transaction when asked. */
+export async function findProductsBySkuForMerchant(tx: Queryable, merchantId: MerchantId, skus: string[], options: { forUpdate?: boolean } = {}): Promise<Product[]> {
+  if (skus.length === 0) return [];
+  const { rows } = await tx.query<ProductRow>(
+    `SELECT ${COLUMNS} FROM ${TABLE} WHERE merchant_id = $1 AND sku = ANY($2::text[]) ORDER BY sku${options.forUpdate ? ' FOR UPDATE' : ''}`,
+    [merchantId, skus],
+  );
+  return rows.map(toProduct);
+}
+
+/** Many new products in one statement (bulk creation); a sku that exists fails the whole statement. */
+export async function insertProductsForMerchant(tx: Queryable, merchantId: MerchantId, products: Array<{ id: string; product: NewProduct }>, now: Date): Promise<Product[]> {
+  if (products.length === 0) return [];
+  const column = <T>(pick: (product: NewProduct) => T) => products.map(({ product }) => pick(product));
+  try {
+    const { rows } = await tx.query<ProductRow>(
+      `INSERT INTO ${TABLE} (merchant_id, id, sku, title, description, price, currency, status, inventory_quantity, attributes, version, created_at, updated_at)
+       SELECT $1, id, sku, title, description, price, currency, status, inventory_quantity, attributes, 1, $11, $11
+       FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::numeric[], $7::text[], $8::text[], $9::int[], $10::jsonb[])
+         AS item(id, sku, title, description, price, currency, status, inventory_quantity, attributes)
+       RETURNING ${COLUMNS}`,
+      [
+        merchantId,
+        products.map(({ id }) => id),
+        column((p) => p.sku),
+        column((p) => p.title),
+        column((p) => p.description),
+        column((p) => p.price),
+        column((p) => p.currency),
+        column((p) => p.status),
+        column((p) => p.inventoryQuantity),
+        column((p) => JSON.stringify(p.attributes)),
+        now,
+      ],
+    );
+    return rows.map(toProduct);
+  } catch (error) {
+    if (isSkuClash(error)) throw skuConflict(products.map(({ product }) => product.sku).join(', '));
+    throw error;
+  }
+}
+
+/** Oldest first after `afterId` (an export's stable order: every product once, new ones at the end). */
+export async function exportProductsForMerchant(db: Queryable, merchantId: MerchantId, afterId: string | undefined, limit: number, filters: ProductFilters): Promise<Product[]> {
+  const conditions = ['merchant_id = $1'];
+  const params: unknown[] = [merchantId];
+  const add = (sql: string, value: unknown) => {
+    params.push(value);
+    conditions.push(sql.replace('?', `$${params.length}`));
+  };
+  if (afterId) add('id > ?', afterId);
+  if (filters.status) add('status = ?', filters.status);
+  if (filters.sku) add('sku = ?', filters.sku);
+  if (filters.currency) add('currency = ?', filters.currency);
+  params.push(limit);
+  const { rows } = await db.query<ProductRow>(`SELECT ${COLUMNS} FROM ${TABLE} WHERE ${conditions.join(' AND ')} ORDER BY id ASC LIMIT $${params.length}`, params);
+  return rows.map(toProduct);
+}

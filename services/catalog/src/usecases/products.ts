@@ -1,4 +1,4 @@
-import { buildEvent, newId, NotFound, parsePageRequest, PreconditionFailed, toListPage, ValidationFailed, type Db, type MerchantId, type MerxEvent, type Outbox } from '@merx/kit';
+import { buildEvent, checkIfMatch, newId, NotFound, parsePageRequest, toListPage, ValidationFailed, type Db, type MerchantId, type MerxEvent, type Outbox } from '@merx/kit';
 import { isCurrency } from '@merx/kit';
 import { assertTransition, effectiveChanges, PRODUCT_STATUSES, validateNewProduct, validateProductChanges, type NewProduct, type Product, type ProductStatus } from '../domain/product.js';
 import { presentPrevious, presentProduct, productEtag } from '../domain/present.js';
@@ -17,13 +17,6 @@ export interface ProductUseCaseDeps {
   now?: () => Date;
 }
 
-/** `If-Match: "v3"` (or `*`) must name the current version; weak tags never match (RFC 9110 strong comparison). */
-function checkIfMatch(ifMatch: string | undefined, product: Product): void {
-  if (!ifMatch) return;
-  const tags = ifMatch.split(',').map((tag) => tag.trim());
-  if (tags.includes('*') || tags.includes(productEtag(product))) return;
-  throw new PreconditionFailed(`If-Match ${ifMatch} does not match the current version ${productEtag(product)}.`);
-}
 
 function parseFilters(query: Record<string, unknown>): ProductFilters {
   const filters: ProductFilters = {};
@@ -80,7 +73,7 @@ export function productUseCases({ db, outbox, now = () => new Date() }: ProductU
       return outbox.transaction(async (tx, emit) => {
         const current = await findProductForMerchant(tx, merchantId, id, { forUpdate: true });
         if (!current) throw new NotFound('product', id);
-        checkIfMatch(ifMatch, current);
+        checkIfMatch(ifMatch, productEtag(current));
         const changes = effectiveChanges(current, validateProductChanges(body, current));
         if (changes.status) assertTransition(current.status, changes.status);
         if (Object.keys(changes).length === 0) return current;
@@ -94,7 +87,7 @@ export function productUseCases({ db, outbox, now = () => new Date() }: ProductU
       await outbox.transaction(async (tx, emit) => {
         const current = await findProductForMerchant(tx, merchantId, id, { forUpdate: true });
         if (!current) throw new NotFound('product', id);
-        checkIfMatch(ifMatch, current);
+        checkIfMatch(ifMatch, productEtag(current));
         await deleteProductForMerchant(tx, merchantId, id);
         emit(buildEvent('products.deleted', merchantId, { object: presentProduct(current) }));
       });

@@ -5,7 +5,7 @@ import type { ClassSpec, ThrottleClass } from './policy.js';
  * arithmetic in Lua; the component tests hold both stores to the same behaviour.
  */
 export interface ClassState {
-  name: ThrottleClass;
+  name: ThrottleClass | 'bulk';
   /** Policy quota and window (seconds) for RateLimit-Policy. */
   quota: number;
   window: number;
@@ -16,7 +16,7 @@ export interface ClassState {
 
 export interface Decision {
   allowed: boolean;
-  refusedBy?: ThrottleClass;
+  refusedBy?: ThrottleClass | 'bulk';
   retryAfterSeconds: number;
   classes: ClassState[];
 }
@@ -59,6 +59,18 @@ export function evaluateBucket(spec: ClassSpec, stored: BucketState | undefined,
   };
 }
 
+/**
+ * When a sliding window's quota is whole again: requests of the current fixed window weigh on
+ * the estimate until the end of the next one; with none, the previous window's weigh until
+ * the current one ends. (Not the time to the next window boundary: at that boundary the
+ * current count only becomes the weighted previous one.)
+ */
+export function windowWholeAfterMs(index: number, windowMs: number, current: number, previous: number, now: number): number {
+  if (current > 0) return (index + 2) * windowMs - now;
+  if (previous > 0) return (index + 1) * windowMs - now;
+  return 0;
+}
+
 /** Sliding window counter: the previous fixed window's count, weighted by how much of it still overlaps. */
 export function evaluateWindow(spec: ClassSpec, stored: WindowState | undefined, now: number): Evaluation<WindowState> {
   const limit = spec.a;
@@ -80,7 +92,7 @@ export function evaluateWindow(spec: ClassSpec, stored: WindowState | undefined,
   return {
     allowed,
     next: { index, current: used, previous },
-    state: { name: spec.name, quota: limit, window: spec.b, remaining: Math.max(0, Math.floor(limit - estimate - (allowed ? 1 : 0))), reset: Math.ceil(((index + 1) * windowMs - now) / 1000) },
+    state: { name: spec.name, quota: limit, window: spec.b, remaining: Math.max(0, Math.floor(limit - estimate - (allowed ? 1 : 0))), reset: Math.ceil(windowWholeAfterMs(index, windowMs, used, previous, now) / 1000) },
     retryAfterMs,
     ttlMs: 2 * windowMs + 1000,
   };

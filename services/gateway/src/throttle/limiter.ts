@@ -1,5 +1,7 @@
 import type { Context } from 'koa';
-import { PayloadTooLarge, RateLimited, type Bus, type Consumer, type Logger } from '@merx/kit';
+import { currentContext, RateLimited, serviceAuthorization, WORK_QUEUES, type Bus, type Consumer, type Logger } from '@merx/kit';
+import { readBoundedBody } from '../proxy.js';
+import pRetry from 'p-retry';
 import type { Decision } from './algorithms.js';
 import type { ThrottleSettings } from './config.js';
 import { FailoverLimiterStore } from './failover-store.js';
@@ -33,19 +35,29 @@ function clientIdFromBasic(header: string): string | undefined {
   }
 }
 
-async function readBounded(ctx: Context): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of ctx.req) {
-    size += (chunk as Buffer).length;
-    if (size > MAX_TOKEN_FORM_BYTES) throw new PayloadTooLarge(MAX_TOKEN_FORM_BYTES);
-    chunks.push(chunk as Buffer);
-  }
-  return Buffer.concat(chunks);
+
+/** One merchant's operator override as the oauth service keeps it. */
+export interface StoredThrottleOverride {
+  merchant_id: string;
+  overrides: Record<string, Record<string, number>>;
+  version: number;
+}
+
+/** `GET /internal/v1/throttle-overrides` of the oauth service. */
+export function httpThrottleOverridesLoader(oauthUrl: string, serviceToken: string): () => Promise<StoredThrottleOverride[]> {
+  return async () => {
+    const response = await fetch(`${oauthUrl}/internal/v1/throttle-overrides`, { headers: serviceAuthorization(serviceToken), signal: AbortSignal.timeout(5_000) });
+    if (response.status !== 200) throw new Error(`the oauth service answered ${response.status} to the throttle overrides request`);
+    const body = (await response.json()) as { overrides?: StoredThrottleOverride[] };
+    if (!Array.isArray(body.overrides)) throw new Error('the throttle overrides answer is malformed');
+    return body.overrides;
+  };
 }
 
 export interface Throttle {
   readonly store: LimiterStore;
+  /** Words for /readyz while the limiter is not all it should be (overrides not loaded yet, Redis away). */
+  degradation(): string | undefined;
   /** Counts a merchant request in its classes; sets the headers; throws RateLimited when a class is empty. */
   merchantRequest(ctx: Context, merchantId: string, plan: string | undefined): Promise<void>;
   /**
@@ -53,7 +65,26 @@ export interface Throttle {
    * Returns the body when it had to be read to find the client id (client_secret_post).
    */
   tokenRequest(ctx: Context): Promise<Buffer | undefined>;
+  /** A gRPC call as REST requests count: burst and sustained, and writes for a write. */
+  merchantCall(merchantId: string, plan: string | undefined, write: boolean): Promise<Decision>;
+  /** Paces one stream's items in the merchant's bulk class (shared by every stream and replica). */
+  bulkPacer(merchantId: string, plan: string | undefined): BulkPacer;
   stop(): Promise<void>;
+}
+
+export interface BulkPacer {
+  /** Undefined when the item may go at once; otherwise resolves when it may, or rejects with RateLimited after the longest wait. */
+  take(): Promise<void> | undefined;
+}
+
+/**
+ * Items are taken from the store in lots, one round trip per lot rather than per item: a
+ * tenth of a second's worth, at most 50. The class is a bucket of lots holding one second's worth.
+ */
+export function bulkLotOf(itemsPerSecond: number): { lot: number; spec: ClassSpec } {
+  const lot = Math.max(1, Math.min(50, Math.floor(itemsPerSecond / 10)));
+  const lotsPerSecond = itemsPerSecond / lot;
+  return { lot, spec: { name: 'bulk', kind: 'bucket', a: Math.max(1, Math.floor(lotsPerSecond)), b: lotsPerSecond } };
 }
 
 export interface ThrottleDeps {
@@ -63,7 +94,15 @@ export interface ThrottleDeps {
   bus?: Bus;
   /** Tests inject a store (e.g. a memory store with a fake clock). */
   store?: LimiterStore;
+  /**
+   * Every stored operator override, applied at start: an in-memory store starts empty, and a
+   * Redis may have been flushed, so without this a restart would lift every lowered limit.
+   */
+  loadOverrides?: () => Promise<StoredThrottleOverride[]>;
 }
+
+/** The queue the gateway replicas share for merchants.throttle_updated (the bus prefixes it with the deployment). */
+export const THROTTLE_OVERRIDES_QUEUE = WORK_QUEUES.gatewayThrottle;
 
 async function storeFor(deps: ThrottleDeps): Promise<LimiterStore> {
   if (deps.store) return deps.store;
@@ -81,12 +120,35 @@ export async function createThrottle(deps: ThrottleDeps): Promise<Throttle> {
   const specsByPlan = new Map<Plan, Map<ThrottleClass, ClassSpec>>(
     PLANS.map((plan) => [plan, new Map((['burst', 'sustained', 'writes', 'sensitive'] as const).map((name) => [name, specOf(name, settings.plans[plan])]))]),
   );
+  const planOf = (plan: string | undefined): Plan => (plan && specsByPlan.has(plan as Plan) ? (plan as Plan) : settings.defaultPlan);
   const tokenSpec: ClassSpec = { name: 'sensitive', kind: 'window', a: settings.tokenEndpoint.limit, b: settings.tokenEndpoint.window_seconds };
+
+  // Loaded in the background, retried until it works: the gateway serves meanwhile and says so in /readyz.
+  let overridesLoaded = deps.loadOverrides === undefined;
+  let stopping = false;
+  const loading = deps.loadOverrides
+    ? pRetry(
+        async () => {
+          if (stopping) return;
+          for (const stored of await deps.loadOverrides!()) await store.setOverride(stored.merchant_id, overrideFieldsOf(stored.overrides), stored.version);
+          overridesLoaded = true;
+        },
+        {
+          retries: Number.POSITIVE_INFINITY,
+          minTimeout: 200,
+          maxTimeout: 5_000,
+          shouldRetry: () => !stopping,
+          onFailedAttempt: ({ error, attemptNumber }) => deps.logger.warn({ err: error, attempt: attemptNumber }, 'throttle overrides not loaded yet; retrying'),
+        },
+      ).catch(() => undefined)
+    : Promise.resolve();
+  // Most starts find oauth up: serving only after the first load spares a moment of plan limits.
+  await Promise.race([loading, new Promise((resolve) => setTimeout(resolve, 2_000).unref())]);
 
   let consumer: Consumer | undefined;
   if (deps.bus) {
     // One durable queue for every replica: whichever takes the event writes the shared store.
-    consumer = await deps.bus.consume({ queue: settings.overridesQueue, bindings: ['merchants.throttle_updated'] }, async (event) => {
+    consumer = await deps.bus.consume({ queue: THROTTLE_OVERRIDES_QUEUE, bindings: ['merchants.throttle_updated'] }, async (event) => {
       const object = event.data.object as { overrides?: Record<string, Record<string, number>>; version?: number };
       await store.setOverride(event.merchant_id, overrideFieldsOf(object.overrides ?? {}), object.version ?? 0);
     });
@@ -101,6 +163,10 @@ export async function createThrottle(deps: ThrottleDeps): Promise<Throttle> {
 
   return {
     store,
+    degradation() {
+      if (!overridesLoaded) return "operators' throttle overrides are not loaded yet: plan limits apply meanwhile";
+      return store.degradation();
+    },
     async merchantRequest(ctx, merchantId, plan) {
       const specs = specsByPlan.get((plan && specsByPlan.has(plan as Plan) ? plan : settings.defaultPlan) as Plan)!;
       const classes = classesFor(ctx.method, ctx.path);
@@ -110,15 +176,48 @@ export async function createThrottle(deps: ThrottleDeps): Promise<Throttle> {
       let clientId = clientIdFromBasic(ctx.get('authorization'));
       let body: Buffer | undefined;
       if (!clientId && ctx.is('application/x-www-form-urlencoded')) {
-        body = await readBounded(ctx);
+        body = await readBoundedBody(ctx, MAX_TOKEN_FORM_BYTES);
         clientId = new URLSearchParams(body.toString('utf8')).get('client_id') ?? undefined;
       }
       // Without a client id nothing can be issued; such requests share a budget per address.
-      const subject = clientId ? `c:${clientId.slice(0, MAX_CLIENT_ID_LENGTH)}` : `ip:${ctx.ip}`;
+      const subject = clientId ? `c:${clientId.slice(0, MAX_CLIENT_ID_LENGTH)}` : `ip:${currentContext()?.ip ?? ctx.ip}`;
       apply(ctx, await store.consume({ subject, specs: [tokenSpec] }));
       return body;
     },
+    async merchantCall(merchantId, plan, write) {
+      const specs = specsByPlan.get(planOf(plan))!;
+      const classes: ThrottleClass[] = write ? ['burst', 'sustained', 'writes'] : ['burst', 'sustained'];
+      return store.consume({ subject: `m:${merchantId}`, merchantId, specs: classes.map((name) => specs.get(name)!) });
+    },
+    bulkPacer(merchantId, plan) {
+      const { lot, spec } = bulkLotOf(settings.bulk[planOf(plan)]);
+      let allowance = 0;
+      const waitForLot = async () => {
+        const started = Date.now();
+        for (;;) {
+          const decision = await store.consume({ subject: `m:${merchantId}`, specs: [spec] });
+          if (decision.allowed) {
+            allowance = lot - 1;
+            return;
+          }
+          const waitMs = Math.max(5, Math.ceil(1000 / spec.b));
+          if (Date.now() - started + waitMs > settings.bulkMaxWaitMs) throw new RateLimited('bulk', decision.retryAfterSeconds);
+          await new Promise((resolve) => setTimeout(resolve, waitMs));
+        }
+      };
+      return {
+        take() {
+          if (allowance > 0) {
+            allowance -= 1;
+            return undefined;
+          }
+          return waitForLot();
+        },
+      };
+    },
     async stop() {
+      stopping = true;
+      await loading;
       await consumer?.close();
       await store.close();
     },

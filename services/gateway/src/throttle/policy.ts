@@ -49,6 +49,9 @@ export const DEFAULT_PLAN_LIMITS: Record<Plan, PlanLimits> = {
   },
 };
 
+/** Items per second of the bulk class (gRPC streams), per merchant: the design's numbers. */
+export const DEFAULT_BULK_ITEMS_PER_SECOND: Record<Plan, number> = { sandbox: 1_000, standard: 10_000, scale: 50_000 };
+
 const WRITE_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
 /**
@@ -79,7 +82,8 @@ export function classesFor(method: string, path: string): ThrottleClass[] {
 
 /** One class as a store evaluates it: `a`/`b` are capacity and refill per second (bucket) or limit and window seconds (window). */
 export interface ClassSpec {
-  name: ThrottleClass;
+  /** `bulk` paces gRPC streams in items (limiter.ts, bulkLotOf); it has no operator overrides. */
+  name: ThrottleClass | 'bulk';
   kind: 'bucket' | 'window';
   a: number;
   b: number;

@@ -78,7 +78,14 @@ for i = 1, n do
     local left = a - estimate
     if allowed then left = left - 1 end
     r = math.max(0, math.floor(left))
-    reset = math.ceil(((index + 1) * windowMs - now) / 1000)
+    -- When the quota is whole again (windowWholeAfterMs in algorithms.ts).
+    if used > 0 then
+      reset = math.ceil(((index + 2) * windowMs - now) / 1000)
+    elseif previous > 0 then
+      reset = math.ceil(((index + 1) * windowMs - now) / 1000)
+    else
+      reset = 0
+    end
     ttl = 2 * windowMs + 1000
     state = {'i', tostring(index), 'c', tostring(used), 'p', tostring(previous)}
   end

@@ -1,4 +1,5 @@
 import { connectionStatuses, MAX_RULES_PER_CONNECTION, recordEventNames } from '@merx/contracts';
+import { fieldPath } from '@merx/kit';
 import { bodyObject, FieldChecks, nonEmptyChanges, type Body } from './field-checks.js';
 import type { Resource } from './resource.js';
 import { checkEventTypes } from './rule.js';
@@ -62,7 +63,7 @@ export function validateConnectionChanges(input: unknown): Partial<ConnectionFie
   const check = new FieldChecks();
   for (const key of Object.keys(body)) {
     if (key === 'source_id') check.fail(key, 'read_only', 'a connection keeps its source; create another connection for another source');
-    else if (!UPDATE_FIELDS.includes(key)) check.fail(key, 'unknown_field', `${key} is not a connection field`);
+    else if (!UPDATE_FIELDS.includes(key)) check.fail(fieldPath('', key), 'unknown_field', `${key} is not a connection field`);
   }
   const fields = checkFields(body, check);
   check.throwIfAny();

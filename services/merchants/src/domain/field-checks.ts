@@ -1,4 +1,4 @@
-import { ValidationFailed, type FieldError } from '@merx/kit';
+import { fieldPath, ValidationFailed, type FieldError } from '@merx/kit';
 
 export type Body = Record<string, unknown>;
 
@@ -16,7 +16,7 @@ export class FieldChecks {
   }
 
   unknownFields(body: Body, allowed: readonly string[], noun: string): void {
-    for (const key of Object.keys(body)) if (!allowed.includes(key)) this.fail(key, 'unknown_field', `${key} is not a ${noun} field`);
+    for (const key of Object.keys(body)) if (!allowed.includes(key)) this.fail(fieldPath('', key), 'unknown_field', `${key} is not a ${noun} field`);
   }
 
   required(body: Body, field: string): boolean {
@@ -55,7 +55,7 @@ export class FieldChecks {
     if (value.length < limits.min) return this.fail(field, 'too_short', `${field} must have at least ${limits.min} item(s)`);
     if (value.length > limits.max) return this.fail(field, 'too_long', `${field} must have at most ${limits.max} items`);
     const before = this.errors.length;
-    const items = value.map((entry, index) => item(entry, `${field}[${index}]`));
+    const items = value.map((entry, index) => item(entry, fieldPath(field, index)));
     if (this.errors.length > before) return undefined;
     if (new Set(items.map((entry) => JSON.stringify(entry))).size !== items.length) return this.fail(field, 'duplicate_items', `${field} must not repeat an item`);
     return items as T[];

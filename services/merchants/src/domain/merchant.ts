@@ -1,4 +1,4 @@
-import { isCurrency, isTimeZone } from '@merx/kit';
+import { fieldPath, isCurrency, isTimeZone } from '@merx/kit';
 import { bodyObject, FieldChecks, nonEmptyChanges } from './field-checks.js';
 
 /**
@@ -32,8 +32,8 @@ export function validateProfileChanges(input: unknown): Partial<MerchantProfile>
   const check = new FieldChecks();
   const changes: Partial<MerchantProfile> = {};
   for (const key of Object.keys(body)) {
-    if (NOT_THE_MERCHANTS.includes(key)) check.fail(key, 'read_only', `${key} is set by the operator and cannot be changed here`);
-    else if (!(PROFILE_FIELDS as readonly string[]).includes(key)) check.fail(key, 'unknown_field', `${key} is not a merchant field`);
+    if (NOT_THE_MERCHANTS.includes(key)) check.fail(fieldPath('', key), 'read_only', `${key} is set by the operator and cannot be changed here`);
+    else if (!(PROFILE_FIELDS as readonly string[]).includes(key)) check.fail(fieldPath('', key), 'unknown_field', `${key} is not a merchant field`);
   }
   if (body.name !== undefined) changes.name = check.text(body.name, 'name', { max: 255 });
   if (body.default_currency !== undefined) {

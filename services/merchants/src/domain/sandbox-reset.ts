@@ -1,5 +1,5 @@
 import { resetServices } from '@merx/contracts';
-import { ValidationFailed } from '@merx/kit';
+import { fieldPath, ValidationFailed } from '@merx/kit';
 
 export type ResetService = (typeof resetServices)[number];
 
@@ -28,7 +28,7 @@ export function validateResetRequest(body: unknown): { seed: boolean } {
     throw new ValidationFailed([{ field: '(body)', code: 'invalid_type', message: 'the body must be a JSON object such as {"seed": true}' }]);
   }
   const { seed, ...rest } = body as Record<string, unknown>;
-  const errors = Object.keys(rest).map((field) => ({ field, code: 'unknown_field', message: `${field} is not a reset option` }));
+  const errors = Object.keys(rest).map((field) => ({ field: fieldPath('', field), code: 'unknown_field', message: `${field} is not a reset option` }));
   if (seed !== undefined && typeof seed !== 'boolean') errors.push({ field: 'seed', code: 'invalid_type', message: 'seed must be true or false' });
   if (errors.length > 0) throw new ValidationFailed(errors);
   return { seed: seed === true };

@@ -1,5 +1,5 @@
 import { recordEventNames } from '@merx/contracts';
-import { currentContext, handleEventOnce, updateContext, type Actor, type Bus, type Consumer, type Db, type MerxEvent } from '@merx/kit';
+import { currentContext, handleEventOnce, updateContext, WORK_QUEUES, type Actor, type Bus, type Consumer, type Db, type MerxEvent } from '@merx/kit';
 import { MERCHANTS_SCHEMA } from '../store/migrations.js';
 import { applyMerchantEvent } from '../usecases/merchant-profile.js';
 
@@ -15,13 +15,16 @@ export interface MerchantsEventHandlers {
   applyEngineDisable(event: MerxEvent): Promise<void>;
 }
 
+/** The merchants service's durable queue, shared by its replicas (the bus prefixes it with the deployment). */
+export const MERCHANTS_QUEUE = WORK_QUEUES.merchants;
+
 /**
  * What this service hears on the bus, through one durable queue its replicas share: the
  * merchant's provisioning and standing (oauth), ingested records to route (its own events),
  * sandbox resets and each service's report on them, and destinations the delivery engine
  * switched off. Each handler commits its effect with an inbox row, so redeliveries are harmless.
  */
-export async function consumeMerchantsEvents(bus: Bus, db: Db, queue: string, handlers: MerchantsEventHandlers): Promise<Consumer> {
+export async function consumeMerchantsEvents(bus: Bus, db: Db, handlers: MerchantsEventHandlers): Promise<Consumer> {
   const byTopic = new Map<string, (event: MerxEvent) => Promise<unknown>>([
     ['merchants.created', (event) => handleEventOnce(db, MERCHANTS_SCHEMA, ACCOUNTS_CONSUMER, event, (tx) => applyMerchantEvent(tx, event))],
     ['merchants.updated', (event) => handleEventOnce(db, MERCHANTS_SCHEMA, ACCOUNTS_CONSUMER, event, (tx) => applyMerchantEvent(tx, event))],
@@ -30,7 +33,7 @@ export async function consumeMerchantsEvents(bus: Bus, db: Db, queue: string, ha
     ['internal.sandbox_service_reset', handlers.recordServiceReport],
     ['internal.destination_disabled', handlers.applyEngineDisable],
   ]);
-  return bus.consume({ queue, bindings: [...byTopic.keys()], prefetch: 64 }, async (event) => {
+  return bus.consume({ queue: MERCHANTS_QUEUE, bindings: [...byTopic.keys()], prefetch: 64 }, async (event) => {
     // Events emitted in answer carry the cause's actor; an envelope's context must name one.
     if (!currentContext()?.actor) updateContext({ actor: MERCHANTS_ACTOR });
     await byTopic.get(event.topic)?.(event);

@@ -20,7 +20,7 @@ export function configurationRoutes<F extends object>(
   verifier: TokenVerifier,
   db: Db,
 ): Router {
-  const router = new Router({ prefix: `/api/v1/${options.path}`, strict: false });
+  const router = new Router({ prefix: `/api/v1/${options.path}`, strict: false, sensitive: true });
   router.use(authenticate(verifier));
   const idempotent = idempotencyMiddleware(db, MERCHANTS_SCHEMA);
   const read = requireScope('config:read');

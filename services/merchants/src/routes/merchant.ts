@@ -10,7 +10,7 @@ function respondWithMerchant(ctx: RouterContext, merchant: Merchant): void {
 }
 
 export function merchantRoutes(merchants: ReturnType<typeof merchantProfileUseCases>, verifier: TokenVerifier): Router {
-  const router = new Router({ prefix: '/api/v1/merchant', strict: false });
+  const router = new Router({ prefix: '/api/v1/merchant', strict: false, sensitive: true });
   router.use(authenticate(verifier));
   router.get('merchant.retrieve', '/', requireScope('merchant:read'), async (ctx) => {
     respondWithMerchant(ctx, await merchants.getMerchant(authOf(ctx).merchantId));

@@ -6,7 +6,7 @@ import type { SandboxUseCases } from '../usecases/sandbox.js';
 import { requesterOf } from './configuration.js';
 
 export function sandboxRoutes(sandbox: SandboxUseCases, verifier: TokenVerifier, db: Db): Router {
-  const router = new Router({ prefix: '/api/v1/sandbox', strict: false });
+  const router = new Router({ prefix: '/api/v1/sandbox', strict: false, sensitive: true });
   router.use(authenticate(verifier));
   // 202: every service wipes its part asynchronously; the reset resource shows their progress.
   router.post('sandbox.reset', '/reset', requireScope('sandbox:reset'), idempotencyMiddleware(db, MERCHANTS_SCHEMA), async (ctx) => {

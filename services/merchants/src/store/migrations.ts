@@ -1,4 +1,4 @@
-import { idempotencyMigration, inboxMigration, outboxMigration, type Migration } from '@merx/kit';
+import { idempotencyByCredentialMigration, idempotencyMigration, inboxMigration, outboxMigration, type Migration } from '@merx/kit';
 
 export const MERCHANTS_SCHEMA = 'merchants';
 
@@ -6,6 +6,7 @@ export const merchantsMigrations: Migration[] = [
   outboxMigration,
   inboxMigration,
   idempotencyMigration,
+  idempotencyByCredentialMigration,
   {
     id: '001_merchant_configuration',
     // merchant_id leads every key, as in every service: isolation is checkable and each table

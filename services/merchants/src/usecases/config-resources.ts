@@ -1,4 +1,4 @@
-import { buildEvent, newId, NotFound, parsePageRequest, PreconditionFailed, toListPage, type Db, type Emit, type MerchantId, type Outbox, type Queryable } from '@merx/kit';
+import { buildEvent, checkIfMatch, newId, NotFound, parsePageRequest, toListPage, type Db, type Emit, type MerchantId, type Outbox, type Queryable } from '@merx/kit';
 import { effectiveChanges, presentResource, previousFields, resourceEtag, type Resource } from '../domain/resource.js';
 import {
   deleteResourceForMerchant,
@@ -48,13 +48,6 @@ export interface ConfigUseCaseDeps {
   now?: () => Date;
 }
 
-/** `If-Match: "v3"` (or `*`) must name the current version; weak tags never match (RFC 9110 strong comparison). */
-export function checkIfMatch(ifMatch: string | undefined, resource: { version: number }): void {
-  if (!ifMatch) return;
-  const tags = ifMatch.split(',').map((tag) => tag.trim());
-  if (tags.includes('*') || tags.includes(resourceEtag(resource))) return;
-  throw new PreconditionFailed(`If-Match ${ifMatch} does not match the current version ${resourceEtag(resource)}.`);
-}
 
 export function configResourceUseCases<F extends object>(kind: ResourceKind<F>, { db, outbox, now = () => new Date() }: ConfigUseCaseDeps) {
   const present = (resource: Resource<F>) => presentResource(kind.object, resource, kind.hidden ?? []);
@@ -102,7 +95,7 @@ export function configResourceUseCases<F extends object>(kind: ResourceKind<F>, 
     async update(requester: Requester, id: string, body: unknown, ifMatch: string | undefined): Promise<Resource<F>> {
       return outbox.transaction(async (tx, emit) => {
         const current = await findOrFail(tx, requester.merchantId, id, 'update');
-        checkIfMatch(ifMatch, current);
+        checkIfMatch(ifMatch, resourceEtag(current));
         const changes = effectiveChanges(current.fields, await kind.validateChanges(body, current, requester));
         if (Object.keys(changes).length === 0) return current;
         await kind.beforeWrite?.(tx, requester.merchantId, { ...current.fields, ...changes }, changes);
@@ -116,7 +109,7 @@ export function configResourceUseCases<F extends object>(kind: ResourceKind<F>, 
     async delete(merchantId: MerchantId, id: string, ifMatch: string | undefined): Promise<void> {
       await outbox.transaction(async (tx, emit) => {
         const current = await findOrFail(tx, merchantId, id, 'update');
-        checkIfMatch(ifMatch, current);
+        checkIfMatch(ifMatch, resourceEtag(current));
         await kind.beforeDelete?.(tx, merchantId, current);
         await deleteResourceForMerchant(tx, kind.table, merchantId, id);
         emit(buildEvent(`${kind.topic}.deleted`, merchantId, { object: present(current) }));

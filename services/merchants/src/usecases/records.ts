@@ -1,5 +1,5 @@
 import { MAX_RECORDS_PER_BATCH, recordTypes } from '@merx/contracts';
-import { buildEvent, Conflict, newId, NotFound, parsePageRequest, toListPage, ValidationFailed, type Db, type FieldError, type MerchantId, type Outbox } from '@merx/kit';
+import { buildEvent, Conflict, fieldPath, newId, NotFound, parsePageRequest, parseTimeFilter, toListPage, ValidationFailed, type Db, type FieldError, type MerchantId, type Outbox } from '@merx/kit';
 import { presentRecord, recordEvent, validateRecord, type IngestedRecord, type RecordInput } from '../domain/record.js';
 import type { SourceFields } from '../domain/source.js';
 import { findRecordsByKeyForMerchant, insertRecordsOnceForMerchant, listRecordsOfSourceForMerchant, routesOfRecordsForMerchant, type RecordFilters } from '../store/records-store.js';
@@ -24,7 +24,7 @@ function recordsOfBatch(body: unknown): unknown[] {
     throw new ValidationFailed([{ field: '(body)', code: 'invalid_type', message: 'the body must be a JSON object: {"records": [...]}' }]);
   }
   const { records, ...rest } = body as Record<string, unknown>;
-  const errors: FieldError[] = Object.keys(rest).map((field) => ({ field, code: 'unknown_field', message: `${field} is not part of a record batch` }));
+  const errors: FieldError[] = Object.keys(rest).map((field) => ({ field: fieldPath('', field), code: 'unknown_field', message: `${field} is not part of a record batch` }));
   if (records === undefined) errors.push({ field: 'records', code: 'required', message: 'records is required: an array of 1 to 500 records' });
   else if (!Array.isArray(records)) errors.push({ field: 'records', code: 'invalid_type', message: 'records must be an array' });
   else if (records.length === 0) errors.push({ field: 'records', code: 'too_short', message: 'records must hold at least one record' });
@@ -49,11 +49,8 @@ function parseRecordFilters(query: Record<string, unknown>): RecordFilters {
     else errors.push({ field: 'external_id', code: 'invalid_value', message: 'external_id must be given once, 1-255 characters' });
   }
   for (const name of ['since', 'until'] as const) {
-    if (query[name] === undefined) continue;
-    const value = text(name);
-    const time = value && /^\d{4}-\d{2}-\d{2}T/.test(value) ? new Date(value) : new Date(NaN);
-    if (Number.isNaN(time.getTime())) errors.push({ field: name, code: 'invalid_timestamp', message: `${name} must be an ISO 8601 timestamp such as 2026-11-22T10:00:00Z` });
-    else filters[name] = time;
+    const time = parseTimeFilter(query, name, errors);
+    if (time) filters[name] = time;
   }
   if (errors.length > 0) throw new ValidationFailed(errors);
   return filters;

@@ -1,5 +1,5 @@
 import { scopeNames } from '@merx/contracts';
-import { ValidationFailed, type FieldError } from '@merx/kit';
+import { fieldPath, ValidationFailed, type FieldError } from '@merx/kit';
 
 export interface ApiKeyRecord {
   id: string;
@@ -31,7 +31,7 @@ export function validateNewApiKey(input: unknown, callerScopes: ReadonlySet<stri
   }
   const body = input as Record<string, unknown>;
   const errors: FieldError[] = [];
-  for (const key of Object.keys(body)) if (!FIELDS.includes(key)) errors.push({ field: key, code: 'unknown_field', message: `${key} is not an API key field` });
+  for (const key of Object.keys(body)) if (!FIELDS.includes(key)) errors.push({ field: fieldPath('', key), code: 'unknown_field', message: `${key} is not an API key field` });
   const { name, scopes } = body;
   if (typeof name !== 'string' || name.trim().length === 0) errors.push({ field: 'name', code: name === undefined ? 'required' : 'invalid_type', message: 'name is required: a non-empty string' });
   else if ([...name].length > 255) errors.push({ field: 'name', code: 'too_long', message: 'name must be at most 255 characters' });
@@ -40,9 +40,9 @@ export function validateNewApiKey(input: unknown, callerScopes: ReadonlySet<stri
   } else {
     scopes.forEach((scope, index) => {
       if (typeof scope !== 'string' || !(scopeNames as readonly string[]).includes(scope)) {
-        errors.push({ field: `scopes.${index}`, code: 'invalid_scope', message: `${String(scope)} is not a Merx scope` });
+        errors.push({ field: fieldPath('scopes', index), code: 'invalid_scope', message: `${String(scope)} is not a Merx scope` });
       } else if (!callerScopes.has(scope)) {
-        errors.push({ field: `scopes.${index}`, code: 'scope_not_held', message: `a key cannot get ${scope}: the token creating it does not hold it` });
+        errors.push({ field: fieldPath('scopes', index), code: 'scope_not_held', message: `a key cannot get ${scope}: the token creating it does not hold it` });
       }
     });
     if (new Set(scopes).size !== scopes.length) errors.push({ field: 'scopes', code: 'duplicate', message: 'scopes must not repeat a scope' });

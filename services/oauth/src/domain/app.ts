@@ -1,5 +1,5 @@
 import { scopeNames } from '@merx/contracts';
-import { ValidationFailed, type FieldError } from '@merx/kit';
+import { fieldPath, ValidationFailed, type FieldError } from '@merx/kit';
 
 export interface App {
   id: string;
@@ -56,7 +56,7 @@ export function validateAppRegistration(input: unknown): AppRegistration {
   }
   const body = input as Record<string, unknown>;
   const errors: FieldError[] = [];
-  for (const key of Object.keys(body)) if (!FIELDS.includes(key)) errors.push({ field: key, code: 'unknown_field', message: `${key} is not an app field` });
+  for (const key of Object.keys(body)) if (!FIELDS.includes(key)) errors.push({ field: fieldPath('', key), code: 'unknown_field', message: `${key} is not an app field` });
   const { name, redirect_uris: redirectUris, scopes } = body;
   if (typeof name !== 'string' || name.trim().length === 0 || [...name].length > 100) {
     errors.push({ field: 'name', code: name === undefined ? 'required' : 'invalid_value', message: 'name is required: a non-empty string of at most 100 characters' });
@@ -66,14 +66,14 @@ export function validateAppRegistration(input: unknown): AppRegistration {
   } else {
     redirectUris.forEach((uri, index) => {
       const problem = redirectUriProblem(uri);
-      if (problem) errors.push({ field: `redirect_uris.${index}`, code: 'invalid_redirect_uri', message: `redirect URI ${problem}` });
+      if (problem) errors.push({ field: fieldPath('redirect_uris', index), code: 'invalid_redirect_uri', message: `redirect URI ${problem}` });
     });
   }
   if (!Array.isArray(scopes) || scopes.length === 0) {
     errors.push({ field: 'scopes', code: scopes === undefined ? 'required' : 'invalid_value', message: 'scopes must be a non-empty list of Merx scopes' });
   } else {
     scopes.forEach((scope, index) => {
-      if (typeof scope !== 'string' || !KNOWN_SCOPES.has(scope)) errors.push({ field: `scopes.${index}`, code: 'unknown_scope', message: `${String(scope)} is not a Merx scope` });
+      if (typeof scope !== 'string' || !KNOWN_SCOPES.has(scope)) errors.push({ field: fieldPath('scopes', index), code: 'unknown_scope', message: `${String(scope)} is not a Merx scope` });
     });
   }
   if (errors.length > 0) throw new ValidationFailed(errors);

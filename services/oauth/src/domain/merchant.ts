@@ -1,4 +1,4 @@
-import { isCurrency, isTimeZone, ValidationFailed, type FieldError } from '@merx/kit';
+import { fieldPath, isCurrency, isTimeZone, ValidationFailed, type FieldError } from '@merx/kit';
 import { validateOwner, type OwnerInput } from './user.js';
 
 export const MERCHANT_MODES = ['sandbox', 'live'] as const;
@@ -31,7 +31,7 @@ export function validateMerchantProvisioning(input: unknown): MerchantProvisioni
   }
   const body = input as Record<string, unknown>;
   const errors: FieldError[] = [];
-  for (const key of Object.keys(body)) if (!FIELDS.includes(key)) errors.push({ field: key, code: 'unknown_field', message: `${key} is not a merchant field` });
+  for (const key of Object.keys(body)) if (!FIELDS.includes(key)) errors.push({ field: fieldPath('', key), code: 'unknown_field', message: `${key} is not a merchant field` });
   const name = body.name;
   if (typeof name !== 'string' || name.trim().length === 0) errors.push({ field: 'name', code: name === undefined ? 'required' : 'invalid_type', message: 'name is required: a non-empty string' });
   else if ([...name].length > 255) errors.push({ field: 'name', code: 'too_long', message: 'name must be at most 255 characters' });

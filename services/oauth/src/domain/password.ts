@@ -1,4 +1,5 @@
 import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:crypto';
+import pLimit from 'p-limit';
 import { randomBase62 } from '../provider/api-keys.js';
 
 /** OWASP's scrypt floor (N=2^17, r=8, p=1): ~130 MiB and ~100 ms per hash on a server core. */
@@ -40,3 +41,31 @@ export async function verifyPassword(password: string, stored: string): Promise<
 export function generatePassword(): string {
   return randomBase62(GENERATED_PASSWORD_LENGTH);
 }
+
+/** Too many passwords are being hashed already: answer "busy" rather than queue without bound. */
+export class PasswordHashingBusy extends Error {
+  constructor() {
+    super('too many sign-ins are being checked at once');
+    this.name = 'PasswordHashingBusy';
+  }
+}
+
+/**
+ * Each scrypt takes ~130 MiB and ~100 ms of a core, and sign-in is unauthenticated: without a
+ * cap, anyone could load the CPU and memory by posting passwords. At most `maxConcurrent`
+ * hashes run at once and `maxWaiting` more wait; the rest are refused at once.
+ */
+export function createHashingGate(maxConcurrent: number, maxWaiting: number) {
+  const limit = pLimit(maxConcurrent);
+  return {
+    run<T>(hashing: () => Promise<T>): Promise<T> {
+      if (limit.pendingCount >= maxWaiting) return Promise.reject(new PasswordHashingBusy());
+      return limit(hashing);
+    },
+    get active(): number {
+      return limit.activeCount;
+    },
+  };
+}
+
+export type HashingGate = ReturnType<typeof createHashingGate>;

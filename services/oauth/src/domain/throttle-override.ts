@@ -1,4 +1,4 @@
-import { ValidationFailed, type FieldError } from '@merx/kit';
+import { fieldPath, ValidationFailed, type FieldError } from '@merx/kit';
 
 /**
  * An operator's per-merchant change to the plan's throttle numbers. Only the fields given
@@ -14,6 +14,11 @@ const FIELDS: Record<string, Record<string, { integer: boolean; max: number }>> 
 
 export type ThrottleOverrides = Record<string, Record<string, number>>;
 
+/** Every merchant's current override, as a gateway loads them at start (`GET /internal/v1/throttle-overrides`). */
+export interface ThrottleOverrideSnapshot {
+  overrides: Array<{ merchant_id: string; overrides: ThrottleOverrides; version: number }>;
+}
+
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 export function validateThrottleOverrides(input: unknown): ThrottleOverrides {
@@ -23,7 +28,7 @@ export function validateThrottleOverrides(input: unknown): ThrottleOverrides {
   for (const [name, value] of Object.entries(input)) {
     const fields = FIELDS[name];
     if (!fields) {
-      errors.push({ field: name, code: 'unknown_field', message: `${name} is not a throttle class (burst, sustained, writes, sensitive)` });
+      errors.push({ field: fieldPath('', name), code: 'unknown_field', message: `${name} is not a throttle class (burst, sustained, writes, sensitive)` });
       continue;
     }
     if (!isObject(value)) {
@@ -33,7 +38,7 @@ export function validateThrottleOverrides(input: unknown): ThrottleOverrides {
     const kept: Record<string, number> = {};
     for (const [field, number] of Object.entries(value)) {
       const rule = fields[field];
-      const path = `${name}.${field}`;
+      const path = fieldPath(name, field);
       if (!rule) errors.push({ field: path, code: 'unknown_field', message: `${name} has only ${Object.keys(fields).join(' and ')}` });
       else if (typeof number !== 'number' || !Number.isFinite(number) || number <= 0 || number > rule.max || (rule.integer && !Number.isInteger(number))) {
         errors.push({ field: path, code: 'invalid_value', message: `${path} must be a positive ${rule.integer ? 'integer' : 'number'} up to ${rule.max}` });

@@ -1,4 +1,4 @@
-import type { FieldError } from '@merx/kit';
+import { fieldPath, type FieldError } from '@merx/kit';
 import { MIN_PASSWORD_LENGTH } from './password.js';
 
 export interface User {
@@ -33,7 +33,7 @@ export function validateOwner(value: unknown, errors: FieldError[]): OwnerInput 
   const owner = value as Record<string, unknown>;
   const before = errors.length;
   for (const key of Object.keys(owner)) {
-    if (key !== 'email' && key !== 'password') errors.push({ field: `owner.${key}`, code: 'unknown_field', message: `${key} is not an owner field` });
+    if (key !== 'email' && key !== 'password') errors.push({ field: fieldPath('owner', key), code: 'unknown_field', message: `${key} is not an owner field` });
   }
   const { email, password } = owner;
   if (typeof email !== 'string' || !EMAIL.test(email.trim()) || email.length > 254) {

@@ -1,8 +1,8 @@
-import type { Bus, Consumer, Db, Logger } from '@merx/kit';
+import { WORK_QUEUES, type Bus, type Consumer, type Db, type Logger } from '@merx/kit';
 import { mirrorMerchantProfile } from '../usecases/mirror-merchant-profile.js';
 
-/** oauth's durable queue unless configured otherwise (MERX_OAUTH_QUEUE); replicas share it. */
-export const DEFAULT_OAUTH_QUEUE = 'oauth.merchants';
+/** oauth's durable queue, shared by its replicas (the bus prefixes it with the deployment). */
+export const OAUTH_QUEUE = WORK_QUEUES.oauth;
 
 /** What oauth consumes: the merchant's profile changes. Its own merchants.updated come back too and are skipped. */
 export const OAUTH_BINDINGS = ['merchants.updated'];
@@ -11,13 +11,12 @@ export interface MerchantEventsDeps {
   bus: Bus;
   db: Db;
   logger: Logger;
-  queue: string;
 }
 
-export function consumeMerchantEvents({ bus, db, logger, queue }: MerchantEventsDeps): Promise<Consumer> {
+export function consumeMerchantEvents({ bus, db, logger }: MerchantEventsDeps): Promise<Consumer> {
   // One delivery at a time, on one replica at a time: the copy takes whole fields from the latest
   // change, so an older change must never land after a newer one. Profile changes are rare.
-  return bus.consume({ queue, bindings: OAUTH_BINDINGS, prefetch: 1, singleActiveConsumer: true }, async (event) => {
+  return bus.consume({ queue: OAUTH_QUEUE, bindings: OAUTH_BINDINGS, prefetch: 1, singleActiveConsumer: true }, async (event) => {
     if (event.topic !== 'merchants.updated') return;
     const outcome = await mirrorMerchantProfile(db, event);
     if (outcome === 'unknown_merchant') logger.warn({ event_id: event.id }, 'merchants.updated for a merchant oauth does not know; nothing to mirror');

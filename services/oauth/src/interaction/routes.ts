@@ -1,11 +1,13 @@
 import Router from '@koa/router';
 import type Koa from 'koa';
 import { errors, type InteractionDetails } from 'oidc-provider';
-import type { Db, Logger } from '@merx/kit';
-import { hashPassword, verifyPassword } from '../domain/password.js';
+import { currentContext, type Db, type Logger } from '@merx/kit';
+import { accountKey, addressKey, DEFAULT_SIGN_IN_THROTTLE, secondsLocked, type SignInThrottle } from '../domain/login-throttle.js';
+import { createHashingGate, hashPassword, PasswordHashingBusy, verifyPassword, type HashingGate } from '../domain/password.js';
 import type { ProviderSlot } from '../provider/index.js';
 import { findAppByClientId } from '../store/apps-store.js';
 import { findMerchant } from '../store/accounts-store.js';
+import { clearLoginFailures, findLoginFailures, recordLoginFailure } from '../store/login-throttle-store.js';
 import { findUserByEmail, findUserWithMerchantStatus } from '../store/users-store.js';
 import { recordInstallation } from '../usecases/record-installation.js';
 import { createCsrf } from './csrf.js';
@@ -21,6 +23,13 @@ export interface InteractionDeps {
   secret: string;
   /** An `auth.denied` attempt, for whoever audits them. */
   onLoginDenied?(attempt: { email: string; clientId: string | undefined; ip: string }): void;
+  /** Growing delays after failed sign-ins, per account and per client address. */
+  signInThrottle?: SignInThrottle;
+  /** Caps concurrent password hashing (each ~130 MiB and ~100 ms of CPU). */
+  hashing?: HashingGate;
+  now?: () => Date;
+  /** Names of Merx's own clients (the console), which are not registered apps. */
+  firstPartyNames?: ReadonlyMap<string, string>;
 }
 
 const MAX_FORM_BYTES = 16 * 1024;
@@ -62,9 +71,12 @@ function requestedScopes(details: InteractionDetails, audience: string, appScope
  */
 export function interactionRoutes(deps: InteractionDeps): Router {
   const base = new URL(deps.slot.provider.issuer).pathname.replace(/\/+$/, '');
-  const router = new Router({ prefix: `${base}/interaction` });
+  const router = new Router({ prefix: `${base}/interaction`, sensitive: true });
   const csrf = createCsrf(deps.secret, `${base}/interaction`);
   const dummyHash = hashPassword('timing-equaliser-for-unknown-emails');
+  const throttle = deps.signInThrottle ?? DEFAULT_SIGN_IN_THROTTLE;
+  const hashing = deps.hashing ?? createHashingGate(2, 16);
+  const now = deps.now ?? (() => new Date());
   const urls = (uid: string) => ({ login: `${base}/interaction/${uid}/login`, confirm: `${base}/interaction/${uid}/confirm`, abort: `${base}/interaction/${uid}/abort` });
 
   /** The interaction this browser is in, if it is the one in the URL; otherwise an explanatory page. */
@@ -80,8 +92,10 @@ export function interactionRoutes(deps: InteractionDeps): Router {
   }
 
   async function appNameOf(details: InteractionDetails) {
-    const app = typeof details.params.client_id === 'string' ? await findAppByClientId(deps.db, details.params.client_id) : undefined;
-    return { app, name: app?.name ?? 'an app' };
+    const clientId = typeof details.params.client_id === 'string' ? details.params.client_id : undefined;
+    const firstParty = clientId ? deps.firstPartyNames?.get(clientId) : undefined;
+    const app = clientId && !firstParty ? await findAppByClientId(deps.db, clientId) : undefined;
+    return { app, name: firstParty ?? app?.name ?? 'an app' };
   }
 
   async function showConsent(ctx: Koa.Context, details: InteractionDetails): Promise<void> {
@@ -126,20 +140,41 @@ export function interactionRoutes(deps: InteractionDeps): Router {
     if (!csrf.verify(ctx, details.uid, form.get('csrf'))) return csrfRejected(ctx);
     const email = (form.get('email') ?? '').trim().slice(0, 254);
     const password = (form.get('password') ?? '').slice(0, 256);
+    const ip = currentContext()?.ip ?? ctx.ip;
+    const keys = { account: accountKey(email), address: addressKey(ip) };
+    const loginAgain = async (status: number, error: string) => {
+      const { name } = await appNameOf(details);
+      renderPage(ctx, status, loginPage({ appName: name, action: urls(details.uid).login, csrf: csrf.issue(ctx, details.uid), email, error }));
+    };
+
+    // A locked account or address is refused before any password is hashed.
+    const failures = await findLoginFailures(deps.db, [keys.account, keys.address]);
+    const wait = Math.max(secondsLocked(failures.get(keys.account), now()), secondsLocked(failures.get(keys.address), now()));
+    if (wait > 0) {
+      deps.logger.warn({ event: 'auth.throttled', email, ip, retry_after: wait }, 'sign-in refused: too many failed attempts');
+      ctx.set('Retry-After', String(wait));
+      return loginAgain(429, `Too many failed sign-in attempts. Try again in ${wait} second${wait === 1 ? '' : 's'}.`);
+    }
+
     const user = email ? await findUserByEmail(deps.db, email) : undefined;
-    const matches = await verifyPassword(password, user?.passwordHash ?? (await dummyHash));
+    let matches: boolean;
+    try {
+      matches = await hashing.run(async () => verifyPassword(password, user?.passwordHash ?? (await dummyHash)));
+    } catch (error) {
+      if (!(error instanceof PasswordHashingBusy)) throw error;
+      ctx.set('Retry-After', '1');
+      return loginAgain(503, 'Too many people are signing in right now. Try again in a moment.');
+    }
     const account = user && matches ? await findUserWithMerchantStatus(deps.db, user.id) : undefined;
     if (!account || account.merchantStatus !== 'active') {
-      deps.onLoginDenied?.({ email, clientId: details.params.client_id, ip: ctx.ip });
-      const { name } = await appNameOf(details);
-      return renderPage(ctx, 401, loginPage({
-        appName: name,
-        action: urls(details.uid).login,
-        csrf: csrf.issue(ctx, details.uid),
-        email,
-        error: 'The email or password is not correct.',
-      }));
+      await deps.db.transaction(async (tx) => {
+        await recordLoginFailure(tx, keys.account, now(), throttle.account);
+        await recordLoginFailure(tx, keys.address, now(), throttle.address);
+      });
+      deps.onLoginDenied?.({ email, clientId: details.params.client_id, ip });
+      return loginAgain(401, 'The email or password is not correct.');
     }
+    await clearLoginFailures(deps.db, keys.account);
     await finish(ctx, { login: { accountId: account.id } }, false);
   });
 

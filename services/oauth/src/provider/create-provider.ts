@@ -30,6 +30,19 @@ export interface AppClient {
   scopes: string[];
 }
 
+/**
+ * One of Merx's own clients (the console): authorization code + PKCE like an app, but trusted by
+ * the platform, so its users are never asked for consent and its tokens carry every scope the
+ * signed-in user holds.
+ */
+export interface FirstPartyClient {
+  clientId: string;
+  /** `hashAppSecret(secret)`; the secret comes from configuration. */
+  secretHash: string;
+  name: string;
+  redirectUris: string[];
+}
+
 /** A user who can log in on the interaction pages, as tokens need them. */
 export interface MerxAccount {
   userId: string;
@@ -61,6 +74,8 @@ export interface CreateProviderOptions {
   schema?: string;
   findApiKeyClient(clientId: string): Promise<ApiKeyClient | undefined>;
   findAppClient?(clientId: string): Promise<AppClient | undefined>;
+  /** Merx's own clients, registered from configuration; their users skip the consent screen. */
+  firstPartyClients?: FirstPartyClient[];
   /** undefined when the user is gone or its merchant is suspended: no login, no token, no refresh. */
   findAccount?(userId: string): Promise<MerxAccount | undefined>;
   /** The grant the user's merchant already gave this app, so consent is asked only for what is missing. */
@@ -101,12 +116,15 @@ function merchantIdOf(client: ClientInstance | undefined): string | undefined {
  * never a secret: `compareClientSecret` is replaced on this provider's Client class to verify
  * the presented secret against it.
  */
-function lookupClientAdapter(options: Pick<CreateProviderOptions, 'findApiKeyClient' | 'findAppClient'>): Adapter {
+function lookupClientAdapter(options: Pick<CreateProviderOptions, 'findApiKeyClient' | 'findAppClient' | 'firstPartyClients'>): Adapter {
   const managedElsewhere = async (): Promise<never> => {
     throw new Error('API keys and apps are managed by the account store, not by oidc-provider');
   };
+  const firstParty = new Map((options.firstPartyClients ?? []).map((client) => [client.clientId, client]));
   return {
     async find(clientId) {
+      const own = firstParty.get(clientId);
+      if (own) return firstPartyClientMetadata(own);
       if (isAppClientId(clientId)) return appClientMetadata(clientId, await options.findAppClient?.(clientId));
       if (!parseClientId(clientId)) return undefined;
       const record = await options.findApiKeyClient(clientId);
@@ -147,6 +165,42 @@ function appClientMetadata(clientId: string, app: AppClient | undefined) {
     token_endpoint_auth_method: 'client_secret_basic',
     scope: app.scopes.filter((name) => MERX_SCOPES.has(name)).join(' '),
   };
+}
+
+function firstPartyClientMetadata(client: FirstPartyClient) {
+  return {
+    client_id: client.clientId,
+    client_secret: client.secretHash,
+    client_name: client.name,
+    grant_types: ['authorization_code', 'refresh_token'],
+    response_types: ['code'],
+    redirect_uris: client.redirectUris,
+    token_endpoint_auth_method: 'client_secret_basic',
+    scope: scopeNames.join(' '),
+  };
+}
+
+/**
+ * What a signed-in user may do through a first-party client. Merchant users have no roles yet:
+ * every user acts with every merchant scope, as the owner does. Roles narrow this one place.
+ */
+export function scopesOfMerchantUser(_account: MerxAccount): string[] {
+  return [...scopeNames];
+}
+
+/**
+ * The recipe oidc-provider documents for skipping consent for first-party clients: a grant is
+ * made on the spot for the signed-in user with the scopes that user holds. Third-party apps
+ * never take this path; their grants come from the consent page.
+ */
+async function firstPartyGrant(provider: Provider, audience: string, account: MerxAccount, clientId: string) {
+  const grant = new provider.Grant({ accountId: account.userId, clientId });
+  const scopes = scopesOfMerchantUser(account).join(' ');
+  grant.addResourceScope(audience, scopes);
+  // Merx scopes are also OIDC-level scopes to the provider (client credentials needs them there), so both lists hold them.
+  grant.addOIDCScope(scopes);
+  await grant.save();
+  return grant;
 }
 
 /**
@@ -191,6 +245,7 @@ export function createProvider(options: CreateProviderOptions): Provider {
   const refreshTtl = options.refreshTokenTtlSeconds ?? 30 * 24 * 3600;
   const issuerPath = new URL(options.issuer).pathname.replace(/\/+$/, '');
   const findAccount = options.findAccount ?? (async () => undefined);
+  const firstPartyIds = new Set((options.firstPartyClients ?? []).map((client) => client.clientId));
 
   const postgresAdapter = createPostgresAdapterFactory(options.db, { schema: options.schema });
   const clientAdapter = lookupClientAdapter(options);
@@ -218,6 +273,10 @@ export function createProvider(options: CreateProviderOptions): Provider {
     loadExistingGrant: async (ctx: KoaContextWithOIDC) => {
       const oidc = ctx.oidc as unknown as { result?: { consent?: { grantId?: string } }; session?: { accountId?: string }; client: ClientInstance; provider: Provider };
       const accountId = oidc.session?.accountId;
+      if (accountId && firstPartyIds.has(oidc.client.clientId)) {
+        const account = await findAccount(accountId);
+        return account ? firstPartyGrant(oidc.provider, audience, account, oidc.client.clientId) : undefined;
+      }
       const grantId = oidc.result?.consent?.grantId ?? (accountId ? await options.findInstalledGrantId?.(accountId, oidc.client.clientId) : undefined);
       if (!grantId) return undefined;
       const grant = (await oidc.provider.Grant.find(grantId)) as { accountId?: string; clientId?: string } | undefined;
@@ -245,6 +304,8 @@ export function createProvider(options: CreateProviderOptions): Provider {
       dPoP: { enabled: false },
       userinfo: { enabled: false },
       rpInitiatedLogout: { enabled: false },
+      // The console's sign-out revokes its refresh token, which ends the whole grant (RFC 7009).
+      revocation: { enabled: true },
       pushedAuthorizationRequests: { enabled: false },
       resourceIndicators: {
         enabled: true,
@@ -265,7 +326,7 @@ export function createProvider(options: CreateProviderOptions): Provider {
         },
       },
     },
-    routes: { token: '/token', jwks: '/jwks', authorization: '/auth' },
+    routes: { token: '/token', jwks: '/jwks', authorization: '/auth', revocation: '/token/revocation' },
     ttl: {
       AccessToken: ttl,
       ClientCredentials: ttl,
@@ -326,7 +387,7 @@ export function createProvider(options: CreateProviderOptions): Provider {
   provider.Client.prototype.compareClientSecret = function compareHashedSecret(this: ClientInstance, presented: string) {
     const stored = this.clientSecret;
     if (typeof stored !== 'string' || typeof presented !== 'string') return false;
-    if (isAppClientId(this.clientId)) return verifyAppSecret(presented, stored);
+    if (isAppClientId(this.clientId) || firstPartyIds.has(this.clientId)) return verifyAppSecret(presented, stored);
     return parseApiKey(presented)?.clientId === this.clientId && verifyApiKey(presented, stored);
   };
   provider.proxy = true;

@@ -78,6 +78,12 @@ export function mountProvider(app: Koa, source: Provider | ProviderSlot): void {
     const req: MountedRequest = ctx.req;
     const { url, originalUrl, baseUrl } = req;
     const headersBefore = ctx.res.getHeaders();
+    // Discovery, redirects and form actions are built from the configured public origin, never
+    // from what a client wrote in Host or X-Forwarded-*: a forged Host must not make the
+    // provider advertise someone else's endpoints.
+    const origin = new URL(current().issuer);
+    req.headers['x-forwarded-host'] = origin.host;
+    req.headers['x-forwarded-proto'] = origin.protocol.slice(0, -1);
     req.url = `${inner}${ctx.search}`;
     req.originalUrl = url;
     req.baseUrl = prefix;

@@ -12,13 +12,13 @@ export interface AppAdminDeps {
 
 /** Operator-only: registering third-party apps and rotating the token signing keys. */
 export function appAdminRoutes(deps: AppAdminDeps): Router {
-  const router = new Router({ prefix: '/admin/v1', strict: false });
+  const router = new Router({ prefix: '/admin/v1', strict: false, sensitive: true });
   router.use(requireOperator(deps.operatorToken));
   router.post('apps.admin.create', '/apps', async (ctx) => {
     ctx.status = 201;
     ctx.body = await registerApp(deps.db, requestBody(ctx));
   });
-  router.post('signingKeys.admin.rotate', '/signing-keys/rotate', async (ctx) => {
+  router.post('signing_keys.admin.rotate', '/signing-keys/rotate', async (ctx) => {
     ctx.body = await deps.rotateSigningKeys();
   });
   return router;

@@ -1,12 +1,15 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import Router from '@koa/router';
-import { bearerTokenOf, requestBody, Unauthenticated, updateContext, type Middleware, type Outbox } from '@merx/kit';
+import { bearerTokenOf, refuseUndeclaredQueryParameters, requestBody, Unauthenticated, updateContext, type Middleware, type Outbox } from '@merx/kit';
 import { changeMerchantStanding } from '../usecases/merchant-standing.js';
 import { provisionMerchant } from '../usecases/provision-merchant.js';
 
 const digest = (value: string) => createHash('sha256').update(value).digest();
 
-/** The operator credential comes from configuration; comparing digests keeps the check constant-time whatever the length. */
+/**
+ * The operator credential comes from configuration; comparing digests keeps the check constant-time
+ * whatever the length. Once it holds, query parameters the operation does not declare are refused (422).
+ */
 export function requireOperator(operatorToken: string): Middleware {
   const expected = digest(operatorToken);
   return async function checkOperatorToken(ctx, next) {
@@ -15,12 +18,12 @@ export function requireOperator(operatorToken: string): Middleware {
       throw new Unauthenticated('The operator credential is missing or wrong.');
     }
     updateContext({ actor: { type: 'operator', id: 'operator' } });
-    return next();
+    return refuseUndeclaredQueryParameters(ctx, next);
   };
 }
 
 export function adminRoutes(outbox: Outbox, operatorToken: string): Router {
-  const router = new Router({ prefix: '/admin/v1', strict: false });
+  const router = new Router({ prefix: '/admin/v1', strict: false, sensitive: true });
   router.use(requireOperator(operatorToken));
   router.post('merchants.admin.create', '/merchants', async (ctx) => {
     ctx.status = 201;

@@ -8,7 +8,7 @@ import type { ApiKeyUseCases } from '../usecases/api-keys.js';
 const SCOPE = 'api_keys:write';
 
 export function apiKeyRoutes(apiKeys: ApiKeyUseCases, verifier: TokenVerifier, db: Db): Router {
-  const router = new Router({ prefix: '/api/v1/api-keys', strict: false });
+  const router = new Router({ prefix: '/api/v1/api-keys', strict: false, sensitive: true });
   router.use(authenticate(verifier));
   const idempotent = idempotencyMiddleware(db, OAUTH_SCHEMA);
 

@@ -7,14 +7,14 @@ import { listInstalledApps, revokeAppGrant } from '../usecases/app-grants.js';
  * (like changing the account itself), hence `merchant:write`; listing them needs `merchant:read`.
  */
 export function installedAppRoutes(outbox: Outbox, db: Db, verifier: TokenVerifier): Router {
-  const router = new Router({ prefix: '/api/v1/apps', strict: false });
+  const router = new Router({ prefix: '/api/v1/apps', strict: false, sensitive: true });
   router.use(authenticate(verifier));
 
   router.get('apps.list', '/', requireScope('merchant:read'), async (ctx) => {
     ctx.body = await listInstalledApps(db, authOf(ctx).merchantId, ctx.query);
   });
 
-  router.delete('apps.grant.revoke', '/:id/grant', requireScope('merchant:write'), async (ctx) => {
+  router.delete('apps.uninstall', '/:id/grant', requireScope('merchant:write'), async (ctx) => {
     await revokeAppGrant(outbox, authOf(ctx).merchantId, ctx.params.id!);
     ctx.status = 204;
   });

@@ -1,6 +1,6 @@
 import Router from '@koa/router';
 import { buildEvent, NotFound, requestBody, type Db, type Outbox, type Queryable } from '@merx/kit';
-import { presentThrottleOverride, validateThrottleOverrides, type ThrottleOverrideRecord, type ThrottleOverrides } from '../domain/throttle-override.js';
+import { presentThrottleOverride, validateThrottleOverrides, type ThrottleOverrideRecord, type ThrottleOverrides, type ThrottleOverrideSnapshot } from '../domain/throttle-override.js';
 import { OAUTH_SCHEMA } from '../store/migrations.js';
 import { requireOperator } from './admin.js';
 
@@ -30,6 +30,13 @@ const recordOf = (row: Row): ThrottleOverrideRecord => ({
   updatedAt: row.updated_at ?? new Date(0),
 });
 
+export async function listThrottleOverrides(db: Queryable): Promise<ThrottleOverrideSnapshot> {
+  const { rows } = await db.query<{ merchant_id: string; overrides: ThrottleOverrides; version: number }>(
+    `SELECT merchant_id, overrides, version FROM ${OAUTH_SCHEMA}.throttle_overrides ORDER BY merchant_id`,
+  );
+  return { overrides: rows };
+}
+
 /** The merchant's plan and mode for the `plan` and `merchant_mode` claims of its access tokens. */
 export async function merchantPlanOf(db: Queryable, merchantId: string): Promise<{ plan: string; mode: string } | undefined> {
   const { rows } = await db.query<{ plan: string; mode: string }>(`SELECT plan, mode FROM ${OAUTH_SCHEMA}.merchants WHERE id = $1`, [merchantId]);
@@ -38,7 +45,7 @@ export async function merchantPlanOf(db: Queryable, merchantId: string): Promise
 
 /** `PUT /admin/v1/merchants/{id}/throttle`: the operator's per-merchant throttle numbers. */
 export function throttleAdminRoutes(db: Db, outbox: Outbox, operatorToken: string): Router {
-  const router = new Router({ prefix: '/admin/v1', strict: false });
+  const router = new Router({ prefix: '/admin/v1', strict: false, sensitive: true });
   router.use(requireOperator(operatorToken));
   router.get('merchants.admin.throttle.retrieve', '/merchants/:id/throttle', async (ctx) => {
     const row = await findOverride(db, ctx.params.id!);

@@ -1,4 +1,4 @@
-import { idempotencyMigration, inboxMigration, outboxMigration, type Migration } from '@merx/kit';
+import { idempotencyByCredentialMigration, idempotencyMigration, inboxMigration, outboxMigration, type Migration } from '@merx/kit';
 import { oidcMigrationSql } from '../provider/adapter.js';
 
 export const OAUTH_SCHEMA = 'oauth';
@@ -7,6 +7,7 @@ export const oauthMigrations: Migration[] = [
   outboxMigration,
   inboxMigration,
   idempotencyMigration,
+  idempotencyByCredentialMigration,
   {
     id: '001_accounts',
     // The oauth service keeps the facts it needs to authenticate a merchant (mode, status) and
@@ -101,6 +102,18 @@ export const oauthMigrations: Migration[] = [
         overrides jsonb NOT NULL,
         version integer NOT NULL,
         updated_at timestamptz NOT NULL
+      );
+    `,
+  },
+  {
+    id: '012_login_failures',
+    // Failed sign-ins per account and per client address, shared by every replica (domain/login-throttle.ts).
+    sql: `
+      CREATE TABLE {{schema}}.login_failures (
+        key text PRIMARY KEY,
+        failures integer NOT NULL,
+        last_failure_at timestamptz NOT NULL,
+        locked_until timestamptz
       );
     `,
   },

@@ -1,5 +1,5 @@
 import { eventCatalogue } from '@merx/contracts';
-import { ValidationFailed, type FieldError } from '@merx/kit';
+import { fieldPath, ValidationFailed, type FieldError } from '@merx/kit';
 import type { DisabledReason, EndpointStatus } from './endpoint.js';
 
 export const SUBSCRIPTION_STATUSES = ['enabled', 'disabled'] as const satisfies readonly EndpointStatus[];
@@ -63,7 +63,7 @@ function checkTopics(value: unknown, errors: FieldError[]): string[] | undefined
   if (value.length > MAX_TOPICS) errors.push({ field: 'topics', code: 'too_long', message: `topics may have at most ${MAX_TOPICS} entries` });
   value.forEach((topic, index) => {
     if (typeof topic !== 'string' || !SUBSCRIBABLE.has(topic)) {
-      errors.push({ field: `topics[${index}]`, code: 'unknown_topic', message: `${JSON.stringify(topic)} is not a topic or event name of the event catalogue (see GET /api/v1/openapi.json)` });
+      errors.push({ field: fieldPath('topics', index), code: 'unknown_topic', message: `${JSON.stringify(topic)} is not a topic or event name of the event catalogue (see GET /api/v1/openapi.json)` });
     }
   });
   // Duplicates are harmless; keep the first of each, in the order given.
@@ -88,7 +88,7 @@ function checkStatus(value: unknown, errors: FieldError[]): SubscriptionStatus |
 
 function rejectUnknownFields(body: Record<string, unknown>, errors: FieldError[]): void {
   for (const key of Object.keys(body)) {
-    if (!FIELDS.includes(key)) errors.push({ field: key, code: 'unknown_field', message: `${key} is not a subscription field${key === 'secret' ? ' (secrets are generated; rotate with POST …/rotate-secret)' : ''}` });
+    if (!FIELDS.includes(key)) errors.push({ field: fieldPath('', key), code: 'unknown_field', message: `${key} is not a subscription field${key === 'secret' ? ' (secrets are generated; rotate with POST …/rotate-secret)' : ''}` });
   }
 }
 

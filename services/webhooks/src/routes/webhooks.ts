@@ -19,7 +19,7 @@ function requesterOf(ctx: RouterContext): Requester {
 
 /** Thin routes: authenticate, name the scope, hand the request to a use case, shape the answer. */
 export function webhookRoutes(subscriptions: SubscriptionUseCases, deliveries: DeliveryUseCases, verifier: TokenVerifier, db: Db): Router {
-  const router = new Router({ prefix: '/api/v1/webhooks', strict: false });
+  const router = new Router({ prefix: '/api/v1/webhooks', strict: false, sensitive: true });
   router.use(authenticate(verifier));
   const idempotent = idempotencyMiddleware(db, WEBHOOKS_SCHEMA);
   const read = requireScope('webhooks:read');
@@ -78,7 +78,7 @@ export function webhookRoutes(subscriptions: SubscriptionUseCases, deliveries: D
 }
 
 export function eventRoutes(deliveries: DeliveryUseCases, verifier: TokenVerifier): Router {
-  const router = new Router({ prefix: '/api/v1/events', strict: false });
+  const router = new Router({ prefix: '/api/v1/events', strict: false, sensitive: true });
   router.use(authenticate(verifier));
   router.get('events.list', '/', requireScope('webhooks:read'), async (ctx) => {
     ctx.body = await deliveries.listEvents(authOf(ctx).merchantId, ctx.query);

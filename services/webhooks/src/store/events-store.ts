@@ -79,3 +79,40 @@ export async function purgeExpiredEvents(tx: Queryable, before: Date): Promise<v
   );
   await tx.query(`DELETE FROM ${WEBHOOKS_SCHEMA}.inbox WHERE received_at < $1`, [before]);
 }
+
+export interface EventStreamQuery {
+  /** Only events with an id above this one. */
+  afterId: string;
+  /** Only events with an id below this one (not yet settled ones wait). */
+  beforeId?: string;
+  /** Only events stored at or after this time (late arrivals). */
+  receivedSince?: Date;
+  /** Event names or whole topics; empty is every event. */
+  topics: string[];
+  notBefore: Date;
+  limit: number;
+}
+
+/** Oldest first by id: what a merchant's event stream sends next. */
+export async function streamEventsForMerchant(db: Queryable, merchantId: MerchantId, query: EventStreamQuery): Promise<StoredEvent[]> {
+  const params: unknown[] = [merchantId, query.notBefore, query.afterId];
+  const conditions = ['merchant_id = $1', 'created_at >= $2', 'id > $3'];
+  const add = (sql: string, value: unknown) => {
+    params.push(value);
+    conditions.push(sql.replaceAll('?', `$${params.length}`));
+  };
+  if (query.beforeId) add('id < ?', query.beforeId);
+  if (query.receivedSince) add('received_at >= ?', query.receivedSince);
+  if (query.topics.length > 0) {
+    const names = query.topics.filter((topic) => topic.includes('.'));
+    const wholeTopics = query.topics.filter((topic) => !topic.includes('.'));
+    params.push(names, wholeTopics);
+    conditions.push(`(topic = ANY($${params.length - 1}::text[]) OR split_part(topic, '.', 1) = ANY($${params.length}::text[]))`);
+  }
+  params.push(query.limit);
+  const { rows } = await db.query<EventRow>(
+    `SELECT merchant_id, id, topic, created_at, payload FROM ${TABLE} WHERE ${conditions.join(' AND ')} ORDER BY id ASC LIMIT $${params.length}`,
+    params,
+  );
+  return rows.map(toStoredEvent);
+}

@@ -1,4 +1,4 @@
-import { idempotencyMigration, inboxMigration, outboxMigration, type Migration } from '@merx/kit';
+import { idempotencyByCredentialMigration, idempotencyMigration, inboxMigration, outboxMigration, type Migration } from '@merx/kit';
 
 export const WEBHOOKS_SCHEMA = 'webhooks';
 
@@ -6,6 +6,7 @@ export const webhooksMigrations: Migration[] = [
   outboxMigration,
   inboxMigration,
   idempotencyMigration,
+  idempotencyByCredentialMigration,
   {
     id: '001_webhooks',
     // merchant_id leads every key, as everywhere: isolation is checkable and tables shard by tenant.
@@ -122,5 +123,12 @@ export const webhooksMigrations: Migration[] = [
         heartbeat_at timestamptz NOT NULL
       );
     `,
+  },
+  {
+    id: '002_events_by_arrival',
+    // StreamEvents looks for events that arrived late (an id below what a stream already sent).
+    // Built without blocking writes to a table that may be large by the time this release lands.
+    transaction: false,
+    sql: `CREATE INDEX CONCURRENTLY IF NOT EXISTS events_by_arrival ON {{schema}}.events (merchant_id, received_at)`,
   },
 ];

@@ -1,4 +1,4 @@
-import { buildEvent, Conflict, newId, NotFound, parsePageRequest, toListPage, ValidationFailed, type Db, type Emit, type FieldError, type MerchantId, type Outbox, type Queryable } from '@merx/kit';
+import { buildEvent, Conflict, fieldPath, newId, NotFound, parsePageRequest, parseTimestamp, toListPage, ValidationFailed, type Db, type Emit, type FieldError, type MerchantId, type Outbox, type Queryable } from '@merx/kit';
 import { eventCatalogue } from '@merx/contracts';
 import { DELIVERY_STATUSES, type Delivery, type DeliveryStatus, type WebhookPayload } from '../domain/delivery.js';
 import { presentDeadLetter, presentDelivery, presentDeliveryWithAttempts, presentEvent } from '../domain/present.js';
@@ -37,15 +37,6 @@ function single(query: Record<string, unknown>, name: string, errors: FieldError
   return value;
 }
 
-function parseTime(value: unknown, field: string, errors: FieldError[]): Date | undefined {
-  if (value === undefined) return undefined;
-  const date = typeof value === 'string' && /^\d{4}-\d{2}-\d{2}T/.test(value) ? new Date(value) : new Date(NaN);
-  if (Number.isNaN(date.getTime())) {
-    errors.push({ field, code: 'invalid_timestamp', message: `${field} must be an ISO 8601 timestamp such as 2026-11-22T10:00:00Z` });
-    return undefined;
-  }
-  return date;
-}
 
 function parseTopic(value: unknown, errors: FieldError[]): string | undefined {
   if (value === undefined) return undefined;
@@ -98,8 +89,15 @@ function parseFilters(source: Record<string, unknown>, allowed: readonly string[
       else errors.push({ field: 'status', code: 'invalid_value', message: `status must be one of ${DELIVERY_STATUSES.join(', ')}` });
     }
   }
-  const since = parseTime(read('since'), 'since', errors);
-  const until = parseTime(read('until'), 'until', errors);
+  const time = (name: 'since' | 'until') => {
+    const value = read(name);
+    if (value === undefined) return undefined;
+    const parsed = parseTimestamp(value);
+    if (!parsed) errors.push({ field: name, code: 'invalid_timestamp', message: `${name} must be an ISO 8601 timestamp with a zone, such as 2026-11-22T10:04:05.123Z` });
+    return parsed;
+  };
+  const since = time('since');
+  const until = time('until');
   if (since) filters.since = since;
   if (until) filters.until = until;
   if (since && until && since >= until) errors.push({ field: 'until', code: 'out_of_range', message: 'until must be later than since' });
@@ -209,7 +207,7 @@ export function deliveryUseCases({ db, outbox, eventRetentionDays, onDeliveriesD
       }
       const source = (body ?? {}) as Record<string, unknown>;
       const unknown = Object.keys(source).filter((key) => !['subscription_id', 'destination_id', 'topic', 'since', 'until', 'limit'].includes(key));
-      if (unknown.length > 0) throw new ValidationFailed(unknown.map((field) => ({ field, code: 'unknown_field', message: `${field} is not a replay filter` })));
+      if (unknown.length > 0) throw new ValidationFailed(unknown.map((field) => ({ field: fieldPath('', field), code: 'unknown_field', message: `${field} is not a replay filter` })));
       const limit = source.limit ?? MAX_BULK_REPLAY;
       if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > MAX_BULK_REPLAY) {
         throw new ValidationFailed([{ field: 'limit', code: 'out_of_range', message: `limit must be an integer from 1 to ${MAX_BULK_REPLAY}` }]);

@@ -1,4 +1,4 @@
-import { buildEvent, newId, NotFound, parsePageRequest, PreconditionFailed, toListPage, ValidationFailed, type Db, type FieldError, type MerchantId, type Outbox } from '@merx/kit';
+import { buildEvent, checkIfMatch, newId, NotFound, parsePageRequest, toListPage, ValidationFailed, type Db, type FieldError, type MerchantId, type Outbox } from '@merx/kit';
 import { checkEndpointUrl, type TargetPolicy } from '@merx/kit';
 import { generateWebhookSecret } from '../delivery/signing.js';
 import {
@@ -38,12 +38,6 @@ export interface Requester {
 
 const STATS_WINDOW_MS = 24 * 3_600_000;
 
-function checkIfMatch(ifMatch: string | undefined, subscription: Subscription): void {
-  if (!ifMatch) return;
-  const tags = ifMatch.split(',').map((tag) => tag.trim());
-  if (tags.includes('*') || tags.includes(subscriptionEtag(subscription))) return;
-  throw new PreconditionFailed(`If-Match ${ifMatch} does not match the current version ${subscriptionEtag(subscription)}.`);
-}
 
 export function subscriptionUseCases({ db, outbox, settings, now = () => new Date(), lookup }: SubscriptionUseCaseDeps) {
   const policyFor = (requester: Requester): TargetPolicy => ({
@@ -111,7 +105,7 @@ export function subscriptionUseCases({ db, outbox, settings, now = () => new Dat
       const { merchantId } = requester;
       return outbox.transaction(async (tx, emit) => {
         const current = await findOrFail(merchantId, id, { forUpdate: true }, tx);
-        checkIfMatch(ifMatch, current);
+        checkIfMatch(ifMatch, subscriptionEtag(current));
         const effective = effectiveSubscriptionChanges(current, changes);
         if (Object.keys(effective).length === 0) return current;
         const withReason = effective.status === 'disabled' ? { ...effective, disabledReason: 'by_merchant' as const } : effective;
@@ -125,7 +119,7 @@ export function subscriptionUseCases({ db, outbox, settings, now = () => new Dat
     async deleteSubscription(merchantId: MerchantId, id: string, ifMatch: string | undefined): Promise<void> {
       await outbox.transaction(async (tx, emit) => {
         const current = await findOrFail(merchantId, id, { forUpdate: true }, tx);
-        checkIfMatch(ifMatch, current);
+        checkIfMatch(ifMatch, subscriptionEtag(current));
         // Its log and dead letters go with it: nothing could replay them to an endpoint that is gone.
         await deleteDeliveriesOfEndpoint(tx, merchantId, id);
         await deleteSubscriptionForMerchant(tx, merchantId, id);

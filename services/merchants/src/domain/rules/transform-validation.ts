@@ -1,4 +1,4 @@
-import type { FieldError } from '@merx/kit';
+import { fieldPath, type FieldError } from '@merx/kit';
 import type { TransformSpec } from './types.js';
 
 /** The bounds of ruleTransformSchema in @merx/contracts, which is the source of truth for them. */
@@ -39,7 +39,7 @@ class TransformChecks {
     if (!Array.isArray(value)) return this.fail(field, 'invalid_type', `${field} must be an array of dotted paths`);
     if (!this.entryCount(value.length, field, 'path')) return undefined;
     const before = this.errors.length;
-    const paths = value.map((entry, index) => this.path(entry, `${field}[${index}]`));
+    const paths = value.map((entry, index) => this.path(entry, fieldPath(field, index)));
     if (this.errors.length > before) return undefined;
     if (new Set(paths).size !== paths.length) return this.fail(field, 'duplicate_items', `${field} must not repeat a path`);
     return paths as string[];
@@ -56,8 +56,8 @@ class TransformChecks {
     const before = this.errors.length;
     const renames: Record<string, string> = {};
     for (const [from, to] of Object.entries(mapping)) {
-      const source = this.path(from, `${field}.${from}`);
-      const target = this.path(to, `${field}.${from}`);
+      const source = this.path(from, fieldPath(field, from));
+      const target = this.path(to, fieldPath(field, from));
       if (source !== undefined && target !== undefined) Object.defineProperty(renames, source, { value: target, enumerable: true, writable: true, configurable: true });
     }
     return this.errors.length > before ? undefined : renames;
@@ -69,12 +69,13 @@ class TransformChecks {
     const before = this.errors.length;
     const assignments: Record<string, unknown> = {};
     for (const [path, assigned] of Object.entries(mapping)) {
-      if (this.path(path, `${field}.${path}`) === undefined) continue;
+      const where = fieldPath(field, path);
+      if (this.path(path, where) === undefined) continue;
       const json = JSON.stringify(assigned);
       if (json === undefined) {
-        this.fail(`${field}.${path}`, 'invalid_type', `${field}.${path} must be a JSON value`);
+        this.fail(where, 'invalid_type', `${where} must be a JSON value`);
       } else if (Buffer.byteLength(json, 'utf8') > TRANSFORM_LIMITS.maxSetValueBytes) {
-        this.fail(`${field}.${path}`, 'too_long', `${field}.${path} must be at most ${TRANSFORM_LIMITS.maxSetValueBytes / 1024} KiB as JSON`);
+        this.fail(where, 'too_long', `${where} must be at most ${TRANSFORM_LIMITS.maxSetValueBytes / 1024} KiB as JSON`);
       } else {
         Object.defineProperty(assignments, path, { value: assigned, enumerable: true, writable: true, configurable: true });
       }
@@ -95,7 +96,7 @@ export function validateTransform(value: unknown, field = 'transform'): { spec?:
   }
   const body = value as Record<string, unknown>;
   for (const key of Object.keys(body)) {
-    if (!(OPERATIONS as readonly string[]).includes(key)) check.fail(`${field}.${key}`, 'unknown_field', `${key} is not a transform operation; use keep, remove, rename or set`);
+    if (!(OPERATIONS as readonly string[]).includes(key)) check.fail(fieldPath(field, key), 'unknown_field', `${key} is not a transform operation; use keep, remove, rename or set`);
   }
   if (!OPERATIONS.some((operation) => body[operation] !== undefined)) {
     check.fail(field, 'required', `${field} needs at least one of keep, remove, rename or set`);

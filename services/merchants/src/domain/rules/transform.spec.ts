@@ -57,7 +57,7 @@ describe('rule transforms', () => {
       assert.deepEqual(errorsOf({ rename: ['a'] }), ['transform.rename:invalid_type']);
       assert.deepEqual(errorsOf({ rename: {} }), ['transform.rename:too_short']);
       assert.deepEqual(errorsOf({ rename: { 'bad key': 'b', c: 'bad value', d: 5 } }), [
-        'transform.rename.bad key:invalid_format',
+        'transform.rename["bad key"]:invalid_format',
         'transform.rename.c:invalid_format',
         'transform.rename.d:invalid_type',
       ]);
@@ -65,10 +65,11 @@ describe('rule transforms', () => {
 
     it('checks set paths and the size of set values', () => {
       assert.deepEqual(errorsOf({ set: {} }), ['transform.set:too_short']);
-      assert.deepEqual(errorsOf({ set: { 'a..b': 1 } }), ['transform.set.a..b:invalid_format']);
+      assert.deepEqual(errorsOf({ set: { 'a..b': 1 } }), ['transform.set["a..b"]:invalid_format']);
       const big = 'x'.repeat(TRANSFORM_LIMITS.maxSetValueBytes);
       assert.deepEqual(errorsOf({ set: { note: big } }), ['transform.set.note:too_long']);
       assert.deepEqual(validateTransform({ set: { note: big.slice(2) } }).errors, []);
+      assert.deepEqual(errorsOf({ set: { 'customer.email': big } }), ['transform.set["customer.email"]:too_long'], 'a dotted key is quoted, not split');
     });
 
     it('names fields under the prefix it is given', () => {

@@ -1,0 +1,101 @@
+import { create } from '@bufbuild/protobuf';
+import {
+  BatchCreateProductsResponseSchema,
+  ExportProductsResponseSchema,
+  ProductService,
+  UpsertProductsResponseSchema,
+  type BatchCreateProductsRequest,
+  type BatchCreateProductsResponse,
+  type ExportProductsRequest,
+  type ExportProductsResponse,
+  type UpsertProductsRequest,
+  type UpsertProductsResponse,
+} from '@merx/contracts/grpc';
+import {
+  assertDecoded,
+  authenticateGrpcCall,
+  bulkStreamHandler,
+  endStreamWithError,
+  grpcServiceDefinitionOf,
+  unaryHandler,
+  ValidationFailed,
+  drained,
+  type grpc,
+  type Logger,
+  type TokenVerifier,
+} from '@merx/kit';
+import { PRODUCT_STATUSES, type ProductStatus } from '../domain/product.js';
+import { BULK_CHUNK_SIZE, type BulkItem, type BulkProductUseCases } from '../usecases/bulk-products.js';
+import { restBodyOf, statusNameOf, wireProductOf, wireResultOf } from './product-wire.js';
+import type { ProductFilters } from '../store/products-store.js';
+import { isCurrency } from '@merx/kit';
+
+export const MAX_BATCH_CREATE = 1_000;
+/** Items read ahead of the chunk being written. */
+const READ_AHEAD = 2 * BULK_CHUNK_SIZE;
+const EXPORT_PAGE = 500;
+
+function exportFiltersOf(request: ExportProductsRequest): ProductFilters {
+  const filters: ProductFilters = {};
+  const errors = [];
+  const status = statusNameOf(request.status);
+  if (status !== undefined) {
+    if ((PRODUCT_STATUSES as readonly string[]).includes(status)) filters.status = status as ProductStatus;
+    else errors.push({ field: 'status', code: 'invalid_value', message: `status must be one of ${PRODUCT_STATUSES.join(', ')}` });
+  }
+  if (request.sku !== undefined) filters.sku = request.sku;
+  if (request.currency !== undefined) {
+    if (isCurrency(request.currency)) filters.currency = request.currency;
+    else errors.push({ field: 'currency', code: 'invalid_currency', message: 'currency must be an ISO 4217 code' });
+  }
+  if (errors.length > 0) throw new ValidationFailed(errors);
+  return filters;
+}
+
+/**
+ * merx.v1.ProductService: thin like the REST routes. Each handler checks the token and scope,
+ * turns messages into the REST bodies they stand for, and hands them to the bulk use cases.
+ */
+export function productGrpcService(products: BulkProductUseCases, verifier: TokenVerifier, logger: Logger) {
+  const batchCreateProducts = unaryHandler<BatchCreateProductsRequest, BatchCreateProductsResponse>({ verifier, scope: 'products:write', logger }, async (claims, request) => {
+    if (request.products.length === 0 || request.products.length > MAX_BATCH_CREATE) {
+      throw new ValidationFailed([{ field: 'products', code: request.products.length === 0 ? 'too_short' : 'too_long', message: `products must hold 1 to ${MAX_BATCH_CREATE} products` }]);
+    }
+    const outcomes = await products.createProducts(claims.merchantId, request.products.map((input, index) => ({ index, body: restBodyOf(input) })));
+    return create(BatchCreateProductsResponseSchema, { results: outcomes.map(wireResultOf) });
+  });
+
+  const upsertProducts = bulkStreamHandler<UpsertProductsRequest, BulkItem, UpsertProductsResponse>({
+    verifier,
+    scope: 'products:write',
+    logger,
+    chunkSize: BULK_CHUNK_SIZE,
+    readAhead: READ_AHEAD,
+    itemOf: (message, index) => ({ index, body: restBodyOf(message.product) }),
+    write: async (claims, items) => (await products.upsertProducts(claims.merchantId, items)).map((outcome) => create(UpsertProductsResponseSchema, { result: wireResultOf(outcome) })),
+  });
+
+  const exportProducts = (call: grpc.ServerWritableStream<ExportProductsRequest, ExportProductsResponse>) => {
+    void (async () => {
+      const claims = await authenticateGrpcCall(verifier, call.metadata, 'products:read');
+      assertDecoded(call.request);
+      const filters = exportFiltersOf(call.request);
+      let after: string | undefined;
+      while (!call.cancelled) {
+        const page = await products.exportPage(claims.merchantId, after, EXPORT_PAGE, filters);
+        // A page goes out together; the next is read only once the client has taken it, so a slow reader holds one page at most.
+        let flowing = true;
+        for (const product of page) flowing = call.write(create(ExportProductsResponseSchema, { product: wireProductOf(product) }));
+        if (!flowing) await drained(call);
+        if (page.length < EXPORT_PAGE) break;
+        after = page.at(-1)!.id;
+      }
+      if (!call.cancelled) call.end();
+    })().catch((error: unknown) => endStreamWithError(call, error, logger));
+  };
+
+  return {
+    definition: grpcServiceDefinitionOf(ProductService),
+    implementation: { BatchCreateProducts: batchCreateProducts, UpsertProducts: upsertProducts, ExportProducts: exportProducts } as grpc.UntypedServiceImplementation,
+  };
+}

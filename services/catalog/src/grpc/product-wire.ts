@@ -1,0 +1,68 @@
+import { create } from '@bufbuild/protobuf';
+import { timestampFromDate } from '@bufbuild/protobuf/wkt';
+import { ProductResult_Outcome, ProductResultSchema, ProductSchema, ProductStatus, type Product as WireProduct, type ProductInput, type ProductResult } from '@merx/contracts/grpc';
+import type { Product } from '../domain/product.js';
+import type { BulkOutcome } from '../usecases/bulk-products.js';
+
+const STATUS_NAMES: Record<number, string> = { [ProductStatus.DRAFT]: 'draft', [ProductStatus.ACTIVE]: 'active', [ProductStatus.ARCHIVED]: 'archived' };
+const STATUS_OF_NAME: Record<string, ProductStatus> = { draft: ProductStatus.DRAFT, active: ProductStatus.ACTIVE, archived: ProductStatus.ARCHIVED };
+
+/**
+ * An enum number the contract does not name (a newer client, a bad one) stays visible to the
+ * domain's checks, which refuse it with the REST message instead of reading it as unspecified.
+ */
+export function statusNameOf(status: ProductStatus): string | undefined {
+  if (status === ProductStatus.UNSPECIFIED) return undefined;
+  return STATUS_NAMES[status] ?? `unknown enum value ${status}`;
+}
+
+/**
+ * A ProductInput as the REST body it stands for, so both surfaces meet the same rules. An upsert
+ * states the whole product: an absent description or inventory is null, absent attributes are
+ * none; an unspecified status is `active` for a new product and unchanged for an existing one.
+ * Empty strings are absent fields (proto3 cannot tell them apart), so a missing sku is `required`.
+ */
+export function restBodyOf(input: ProductInput | undefined): Record<string, unknown> {
+  if (!input) return {};
+  const text = (value: string) => (value === '' ? undefined : value);
+  const body: Record<string, unknown> = {
+    sku: text(input.sku),
+    title: text(input.title),
+    price: text(input.price),
+    currency: text(input.currency),
+    description: input.description ?? null,
+    inventory_quantity: input.inventoryQuantity ?? null,
+    attributes: { ...input.attributes },
+  };
+  const status = statusNameOf(input.status);
+  if (status !== undefined) body.status = status;
+  for (const key of Object.keys(body)) if (body[key] === undefined) delete body[key];
+  return body;
+}
+
+export function wireProductOf(product: Product): WireProduct {
+  return create(ProductSchema, {
+    id: product.id,
+    sku: product.sku,
+    title: product.title,
+    ...(product.description === null ? {} : { description: product.description }),
+    price: product.price,
+    currency: product.currency,
+    status: STATUS_OF_NAME[product.status] ?? ProductStatus.UNSPECIFIED,
+    ...(product.inventoryQuantity === null ? {} : { inventoryQuantity: product.inventoryQuantity }),
+    attributes: product.attributes,
+    version: product.version,
+    createTime: timestampFromDate(product.createdAt),
+    updateTime: timestampFromDate(product.updatedAt),
+  });
+}
+
+const OUTCOMES = { created: ProductResult_Outcome.CREATED, updated: ProductResult_Outcome.UPDATED, unchanged: ProductResult_Outcome.UNCHANGED, failed: ProductResult_Outcome.FAILED };
+
+export function wireResultOf(outcome: BulkOutcome): ProductResult {
+  if (outcome.outcome === 'failed') {
+    const { code, detail, errors } = outcome.problem;
+    return create(ProductResultSchema, { index: outcome.index, sku: outcome.sku, outcome: OUTCOMES.failed, problem: { code, detail, violations: errors } });
+  }
+  return create(ProductResultSchema, { index: outcome.index, sku: outcome.sku, outcome: OUTCOMES[outcome.outcome], product: wireProductOf(outcome.product) });
+}

@@ -1,0 +1,219 @@
+import { toBinary, type DescFile } from '@bufbuild/protobuf';
+import { FileDescriptorProtoSchema } from '@bufbuild/protobuf/wkt';
+import { ReflectionService } from '@grpc/reflection';
+import { HealthImplementation } from 'grpc-health-check';
+import { grpcBulkMethods, grpcFiles, grpcMethodScopes, grpcPathOf, grpcServices, type GrpcOwner } from '@merx/contracts/grpc';
+import {
+  authenticateGrpcCall,
+  grpc,
+  grpcErrorOf,
+  grpcPassThroughDefinitionOf,
+  GRPC_MAX_MESSAGE_BYTES,
+  newId,
+  RateLimited,
+  startGrpcServer,
+  type AccessClaims,
+  type Logger,
+  type RunningGrpcServer,
+  type TokenVerifier,
+} from '@merx/kit';
+import type { Throttle } from '../throttle/limiter.js';
+
+export interface GrpcEdgeDeps {
+  logger: Logger;
+  verifier: TokenVerifier;
+  /** The internal gRPC address (`host:port`) of each owning service. */
+  upstreams: Record<GrpcOwner, string>;
+  /** Per-merchant classes; the bulk class paces streams of items. Absent: no throttling. */
+  throttle?: Throttle;
+  port: number;
+  host?: string;
+}
+
+export interface RunningGrpcEdge extends RunningGrpcServer {
+  health: HealthImplementation;
+}
+
+/** Metadata the owning service sees: the caller's, minus what only concerns this hop, plus our request id. */
+function forwardedMetadata(incoming: grpc.Metadata, requestId: string): grpc.Metadata {
+  const metadata = incoming.clone();
+  for (const name of ['x-request-id', 'grpc-timeout', 'user-agent', 'te', 'content-type', 'grpc-accept-encoding', 'grpc-encoding']) metadata.remove(name);
+  metadata.set('x-request-id', requestId);
+  return metadata;
+}
+
+/** Every file the contract needs, its imports first, as serialized FileDescriptorProtos (for reflection). */
+function fileDescriptorProtos(files: DescFile[]): Buffer[] {
+  const seen = new Map<string, Buffer>();
+  const visit = (file: DescFile) => {
+    if (seen.has(file.proto.name)) return;
+    for (const dependency of file.dependencies) visit(dependency);
+    seen.set(file.proto.name, Buffer.from(toBinary(FileDescriptorProtoSchema, file.proto)));
+  };
+  files.forEach(visit);
+  return [...seen.values()];
+}
+
+const sendError = (call: grpc.ServerWritableStream<Buffer, Buffer> | grpc.ServerDuplexStream<Buffer, Buffer>, status: Partial<grpc.StatusObject>) => {
+  if (!call.cancelled && !call.destroyed) call.emit('error', status);
+};
+
+/**
+ * The public gRPC port: authenticates the bearer token and the method's scope, throttles, and
+ * forwards each call to the service that owns it as bytes (no message is decoded here). Flow
+ * control runs end to end: neither side reads faster than the other can take. Standard health
+ * checking and server reflection answer here, so grpcurl works without the .proto files.
+ */
+export async function startGrpcEdge(deps: GrpcEdgeDeps): Promise<RunningGrpcEdge> {
+  const { logger, throttle } = deps;
+  const channelOptions = {
+    'grpc.max_receive_message_length': GRPC_MAX_MESSAGE_BYTES,
+    'grpc.max_send_message_length': GRPC_MAX_MESSAGE_BYTES,
+    // One HTTP/2 connection carries every call: round robin over every address the name resolves
+    // to (scaled Compose services, a headless Kubernetes Service) spreads calls over the replicas.
+    'grpc.service_config': JSON.stringify({ loadBalancingConfig: [{ round_robin: {} }] }),
+  };
+  const clients = Object.fromEntries(
+    (Object.keys(grpcServices) as GrpcOwner[]).map((owner) => [owner, new grpc.Client(deps.upstreams[owner], grpc.credentials.createInsecure(), channelOptions)]),
+  ) as Record<GrpcOwner, grpc.Client>;
+  const identity = (bytes: Buffer) => bytes;
+
+  const admit = async (path: string, metadata: grpc.Metadata, write: boolean): Promise<AccessClaims> => {
+    const claims = await authenticateGrpcCall(deps.verifier, metadata, grpcMethodScopes[path]!);
+    if (throttle) {
+      const decision = await throttle.merchantCall(claims.merchantId, claims.plan, write);
+      if (!decision.allowed) throw new RateLimited(decision.refusedBy!, decision.retryAfterSeconds);
+    }
+    return claims;
+  };
+  const optionsOf = (call: { getDeadline(): grpc.Deadline }): grpc.CallOptions => ({ deadline: call.getDeadline() });
+
+  /** Upstream answers back to the caller, at the caller's pace. */
+  const relayResponses = (upstream: grpc.ClientReadableStream<Buffer> | grpc.ClientDuplexStream<Buffer, Buffer>, call: grpc.ServerWritableStream<Buffer, Buffer> | grpc.ServerDuplexStream<Buffer, Buffer>) => {
+    upstream.on('data', (bytes: Buffer) => {
+      if (!call.write(bytes)) {
+        upstream.pause();
+        call.once('drain', () => upstream.resume());
+      }
+    });
+    upstream.on('error', (error: grpc.ServiceError) => sendError(call, { code: error.code, details: error.details, metadata: error.metadata }));
+    upstream.on('end', () => {
+      if (!call.cancelled) call.end();
+    });
+    call.on('cancelled', () => upstream.cancel());
+  };
+
+  const services: Array<{ definition: grpc.ServiceDefinition; implementation: grpc.UntypedServiceImplementation }> = [];
+  for (const [owner, service] of Object.entries(grpcServices) as Array<[GrpcOwner, (typeof grpcServices)[GrpcOwner]]>) {
+    const client = clients[owner];
+    const implementation: grpc.UntypedServiceImplementation = {};
+    for (const method of service.methods) {
+      const path = grpcPathOf(method);
+      const writes = grpcMethodScopes[path]!.endsWith(':write');
+      if (method.methodKind === 'unary') {
+        implementation[method.name] = ((call: grpc.ServerUnaryCall<Buffer, Buffer>, callback: grpc.sendUnaryData<Buffer>) => {
+          const requestId = newId('req');
+          admit(path, call.metadata, writes).then(
+            () => {
+              if (call.cancelled) return;
+              const upstream = client.makeUnaryRequest(path, identity, identity, call.request, forwardedMetadata(call.metadata, requestId), optionsOf(call), (error, response) =>
+                error ? callback({ code: error.code, details: error.details, metadata: error.metadata }) : callback(null, response),
+              );
+              call.on('cancelled', () => upstream.cancel());
+            },
+            (error: unknown) => callback(grpcErrorOf(error, logger)),
+          );
+        }) as grpc.handleUnaryCall<Buffer, Buffer>;
+      } else if (method.methodKind === 'server_streaming') {
+        implementation[method.name] = ((call: grpc.ServerWritableStream<Buffer, Buffer>) => {
+          const requestId = newId('req');
+          admit(path, call.metadata, writes).then(
+            // A caller gone while its token was checked gets no stream opened for it (StreamEvents would never end).
+            () => call.cancelled || relayResponses(client.makeServerStreamRequest(path, identity, identity, call.request, forwardedMetadata(call.metadata, requestId), optionsOf(call)), call),
+            (error: unknown) => sendError(call, grpcErrorOf(error, logger)),
+          );
+        }) as grpc.handleServerStreamingCall<Buffer, Buffer>;
+      } else {
+        const paced = grpcBulkMethods.has(path);
+        implementation[method.name] = ((call: grpc.ServerDuplexStream<Buffer, Buffer>) => {
+          const requestId = newId('req');
+          call.on('error', () => undefined);
+          // Until the token is checked nothing is read: the client's messages wait in flow control.
+          admit(path, call.metadata, writes).then(
+            (claims) => {
+              if (call.cancelled) return;
+              const upstream = client.makeBidiStreamRequest(path, identity, identity, forwardedMetadata(call.metadata, requestId), optionsOf(call));
+              relayResponses(upstream, call);
+              const pace = paced && throttle ? throttle.bulkPacer(claims.merchantId, claims.plan) : undefined;
+              const forward = (bytes: Buffer) => {
+                if (!upstream.write(bytes)) {
+                  call.pause();
+                  upstream.once('drain', () => call.resume());
+                }
+              };
+              // Messages go upstream in order; while one waits for the bulk class, the rest queue behind it.
+              let tail: Promise<void> = Promise.resolve();
+              let queued = 0;
+              let refused = false;
+              const enqueue = (step: () => void | Promise<void>) => {
+                queued += 1;
+                tail = tail
+                  .then(() => (refused ? undefined : step()))
+                  .catch((error: unknown) => {
+                    if (refused) return;
+                    refused = true;
+                    upstream.cancel();
+                    sendError(call, grpcErrorOf(error, logger));
+                  })
+                  .finally(() => (queued -= 1));
+              };
+              call.on('data', (bytes: Buffer) => {
+                if (!pace) return forward(bytes);
+                if (queued === 0) {
+                  const wait = pace.take();
+                  if (!wait) return forward(bytes);
+                  // Backpressure before refusal: stop reading until the bulk class has room again.
+                  call.pause();
+                  return enqueue(() =>
+                    wait.then(() => {
+                      forward(bytes);
+                      call.resume();
+                    }),
+                  );
+                }
+                enqueue(async () => {
+                  await pace.take();
+                  forward(bytes);
+                });
+              });
+              call.on('end', () => (queued === 0 ? upstream.end() : enqueue(() => void upstream.end())));
+            },
+            (error: unknown) => sendError(call, grpcErrorOf(error, logger)),
+          );
+        }) as grpc.handleBidiStreamingCall<Buffer, Buffer>;
+      }
+    }
+    services.push({ definition: grpcPassThroughDefinitionOf(service), implementation });
+  }
+
+  const health = new HealthImplementation({ '': 'SERVING', ...Object.fromEntries(Object.values(grpcServices).map((service) => [service.typeName, 'SERVING'])) });
+  const reflection = new ReflectionService({ merx: { fileDescriptorProtos: fileDescriptorProtos(grpcFiles) } } as never);
+  const running = await startGrpcServer({
+    port: deps.port,
+    ...(deps.host ? { host: deps.host } : {}),
+    services,
+    configure(server) {
+      health.addToServer(server);
+      reflection.addToServer(server);
+    },
+  });
+  return {
+    ...running,
+    health,
+    async stop() {
+      for (const name of ['', ...Object.values(grpcServices).map((service) => service.typeName)]) health.setStatus(name, 'NOT_SERVING');
+      await running.stop();
+      for (const client of Object.values(clients)) client.close();
+    },
+  };
+}

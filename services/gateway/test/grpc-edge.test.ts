@@ -1,0 +1,134 @@
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { create } from '@bufbuild/protobuf';
+import { anyUnpack } from '@bufbuild/protobuf/wkt';
+import { createLocalJWKSet, exportJWK, generateKeyPair, SignJWT } from 'jose';
+import {
+  ErrorInfoSchema,
+  ProductResultSchema,
+  ProductService,
+  RetryInfoSchema,
+  UpsertProductsRequestSchema,
+  UpsertProductsResponseSchema,
+  type UpsertProductsRequest,
+  type UpsertProductsResponse,
+} from '@merx/contracts/grpc';
+import { createLogger, createTokenVerifier, decodeGrpcStatusDetails, grpc, grpcServiceDefinitionOf, newId, startGrpcServer, type RunningGrpcServer } from '@merx/kit';
+import { throttleSettingsFromEnv } from '../src/throttle/config.js';
+import { createThrottle, type Throttle } from '../src/throttle/limiter.js';
+import { purgeThrottleState } from '../src/throttle/redis-store.js';
+import { startGrpcEdge, type RunningGrpcEdge } from '../src/grpc/edge.js';
+
+const REDIS_URL = process.env.MERX_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+const ISSUER = 'http://localhost:8080/oauth';
+
+/**
+ * The edge in front of a stand-in catalog that answers every upserted item at once and records
+ * the metadata it was called with: what the edge adds, paces and refuses is all that is tested.
+ */
+describe('gRPC edge (component, real Redis)', function () {
+  this.timeout(30_000);
+  const prefix = `merx:test:${randomBytes(6).toString('hex')}:`;
+  const logger = createLogger('grpc-edge-test', 'silent');
+  let upstream: RunningGrpcServer;
+  let seenMetadata: grpc.Metadata[] = [];
+  let sign: (claims: Record<string, unknown>) => Promise<string>;
+  let verifier: ReturnType<typeof createTokenVerifier>;
+  const running: Array<{ edge: RunningGrpcEdge; throttle: Throttle; client: grpc.Client & Record<string, any> }> = [];
+
+  const startEdge = async (env: Record<string, string>) => {
+    const throttle = await createThrottle({ settings: { ...throttleSettingsFromEnv({ REDIS_URL, ...env }), keyPrefix: prefix }, logger });
+    const address = upstream.address;
+    const edge = await startGrpcEdge({ logger, verifier, throttle, upstreams: { catalog: address, merchants: address, webhooks: address }, port: 0 });
+    const Client = grpc.makeGenericClientConstructor(grpcServiceDefinitionOf(ProductService), 'ProductService');
+    const client = new Client(edge.address, grpc.credentials.createInsecure()) as grpc.Client & Record<string, any>;
+    running.push({ edge, throttle, client });
+    return client;
+  };
+  const tokenFor = (scope = 'products:write', plan = 'sandbox') => sign({ merchant_id: newId('mch'), client_id: 'mx_test_AAAAAAAAAAAAAAAA', scope, plan });
+  const metadataWith = (token: string) => {
+    const metadata = new grpc.Metadata();
+    metadata.set('authorization', `Bearer ${token}`);
+    return metadata;
+  };
+  const upsertAll = (client: Record<string, any>, metadata: grpc.Metadata, count: number) =>
+    new Promise<{ answers: UpsertProductsResponse[]; error?: grpc.ServiceError }>((resolve) => {
+      const call: grpc.ClientDuplexStream<UpsertProductsRequest, UpsertProductsResponse> = client.UpsertProducts(metadata);
+      const answers: UpsertProductsResponse[] = [];
+      call.on('data', (answer: UpsertProductsResponse) => answers.push(answer));
+      call.on('error', (error: grpc.ServiceError) => resolve({ answers, error }));
+      call.on('end', () => resolve({ answers }));
+      for (let index = 0; index < count; index++) call.write(create(UpsertProductsRequestSchema, { product: { sku: `SKU-${index}` } }));
+      call.end();
+    });
+
+  before(async () => {
+    const { privateKey, publicKey } = await generateKeyPair('ES256');
+    const publicJwk = { ...(await exportJWK(publicKey)), kid: 'test', alg: 'ES256' };
+    sign = (claims) => new SignJWT(claims).setProtectedHeader({ alg: 'ES256', kid: 'test', typ: 'at+jwt' }).setIssuer(ISSUER).setAudience('urn:merx:api').setIssuedAt().setExpirationTime('5m').sign(privateKey);
+    verifier = createTokenVerifier(createLocalJWKSet({ keys: [publicJwk] }), { issuer: ISSUER, audience: 'urn:merx:api' });
+    const upsertProducts = (call: grpc.ServerDuplexStream<UpsertProductsRequest, UpsertProductsResponse>) => {
+      seenMetadata.push(call.metadata);
+      let index = 0;
+      call.on('data', (request: UpsertProductsRequest) => call.write(create(UpsertProductsResponseSchema, { result: create(ProductResultSchema, { index: index++, sku: request.product?.sku ?? '' }) })));
+      call.on('end', () => call.end());
+    };
+    upstream = await startGrpcServer({ port: 0, services: [{ definition: grpcServiceDefinitionOf(ProductService), implementation: { UpsertProducts: upsertProducts } as grpc.UntypedServiceImplementation }] });
+  });
+  beforeEach(() => {
+    seenMetadata = [];
+  });
+  after(async () => {
+    for (const { edge, throttle, client } of running) {
+      client.close();
+      await edge.stop();
+      await throttle.stop();
+    }
+    await upstream.stop();
+    await purgeThrottleState(REDIS_URL, prefix);
+  });
+
+  it('forwards a stream as it is, with the token and a request id of its own', async () => {
+    const client = await startEdge({});
+    const token = await tokenFor();
+    const { answers, error } = await upsertAll(client, metadataWith(token), 300);
+    assert.equal(error, undefined);
+    assert.deepEqual(answers.map((answer) => answer.result!.sku), Array.from({ length: 300 }, (_, index) => `SKU-${index}`));
+    assert.equal(seenMetadata.length, 1);
+    assert.equal(seenMetadata[0]!.get('authorization')[0], `Bearer ${token}`);
+    assert.match(String(seenMetadata[0]!.get('x-request-id')[0]), /^req_[0-9a-z]{26}$/);
+  });
+
+  it('refuses a missing token and a missing scope at the edge, without calling the service', async () => {
+    const client = await startEdge({});
+    const unauthenticated = await upsertAll(client, new grpc.Metadata(), 1);
+    assert.equal(unauthenticated.error?.code, grpc.status.UNAUTHENTICATED);
+    const denied = await upsertAll(client, metadataWith(await tokenFor('products:read')), 1);
+    assert.equal(denied.error?.code, grpc.status.PERMISSION_DENIED);
+    const reasons = decodeGrpcStatusDetails(denied.error!.metadata)!.details.map((detail) => anyUnpack(detail, ErrorInfoSchema)?.reason).filter(Boolean);
+    assert.deepEqual(reasons, ['insufficient_scope']);
+    assert.equal(seenMetadata.length, 0);
+  });
+
+  it('paces items to the bulk class instead of refusing them while the wait is short', async () => {
+    // 200 items/s: 600 items take about two seconds beyond the first second's worth.
+    const client = await startEdge({ MERX_THROTTLE_BULK: '{"sandbox":200}', MERX_THROTTLE_BULK_MAX_WAIT_MS: '5000' });
+    const started = Date.now();
+    const { answers, error } = await upsertAll(client, metadataWith(await tokenFor()), 600);
+    const elapsed = Date.now() - started;
+    assert.equal(error, undefined, error?.details);
+    assert.equal(answers.length, 600);
+    assert.ok(elapsed >= 1_500, `600 items at 200/s went through in ${elapsed} ms`);
+  });
+
+  it('refuses with RESOURCE_EXHAUSTED and RetryInfo once the wait would be too long', async () => {
+    // A lot comes every 100 ms at 20 items/s: longer than the 50 ms a stream may wait.
+    const client = await startEdge({ MERX_THROTTLE_BULK: '{"sandbox":20}', MERX_THROTTLE_BULK_MAX_WAIT_MS: '50' });
+    const { answers, error } = await upsertAll(client, metadataWith(await tokenFor()), 200);
+    assert.equal(error?.code, grpc.status.RESOURCE_EXHAUSTED, `got ${error?.code}: ${error?.details}`);
+    assert.ok(answers.length < 200);
+    const details = decodeGrpcStatusDetails(error!.metadata)!.details;
+    assert.equal(details.map((detail) => anyUnpack(detail, ErrorInfoSchema)?.reason).find(Boolean), 'rate_limited');
+    assert.ok(details.some((detail) => anyUnpack(detail, RetryInfoSchema)?.retryDelay), 'RetryInfo says when to come back');
+  });
+});
