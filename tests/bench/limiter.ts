@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { purgeThrottleState } from '@merx/gateway';
 import { call, createMerchant, issueToken } from '../src/harness/client.js';
-import { AMQP_URL, deleteQueues, REDIS_URL } from '../src/harness/distributed.js';
+import { REDIS_URL } from '../src/harness/distributed.js';
 import type { Stack } from '../src/harness/stack.js';
 import { getRequest, type Measurement, type Scenario } from './load.js';
 import { startDistributedMode, startEmbeddedMode, type RunningMode } from './processes.js';
@@ -31,10 +30,9 @@ export async function benchLimiter(name: 'embedded' | 'distributed', results: Me
   const rates: Record<'on' | 'off', number> = { on: 0, off: 0 };
   for (const setting of ['on', 'off'] as const) {
     const unique = randomBytes(5).toString('hex');
-    const prefix = `merx:bench:${unique}:`;
-    const queue = `gateway.throttle_overrides.bench_${unique}`;
     const env: Record<string, string> = { MERX_THROTTLE: setting, MERX_THROTTLE_PLANS: HUGE_PLANS };
-    if (name === 'distributed') Object.assign(env, { REDIS_URL, AMQP_URL, MERX_THROTTLE_KEY_PREFIX: prefix, MERX_THROTTLE_QUEUE: queue });
+    // Its own deployment's Redis keys and queues, removed when the mode stops.
+    if (name === 'distributed') Object.assign(env, { REDIS_URL });
     deps.progress(`${name} mode: starting with MERX_THROTTLE=${setting}`);
     const mode = await deps.started(name === 'embedded' ? startEmbeddedMode(env) : startDistributedMode(env));
     try {
@@ -47,10 +45,6 @@ export async function benchLimiter(name: 'embedded' | 'distributed', results: Me
       rates[setting] = results[results.length - 1]!.requestsPerSecond;
     } finally {
       await mode.stop();
-      if (name === 'distributed') {
-        await purgeThrottleState(REDIS_URL, prefix);
-        await deleteQueues([queue, `${queue}.poison`]).catch(() => undefined);
-      }
     }
   }
   const cost = 1 - rates.on / rates.off;

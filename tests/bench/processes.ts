@@ -4,7 +4,9 @@ import { createWriteStream, existsSync, mkdtempSync, readFileSync, readdirSync, 
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { AMQP_URL, createTestDatabase, deleteQueues, freePort, repoRoot, tail } from '../src/harness/distributed.js';
+import { removeDeploymentFromBroker, startLocalCluster, type LocalCluster, lastLines as tail } from '@merx/embedded';
+import { purgeThrottleState } from '@merx/gateway';
+import { AMQP_URL, createTestDatabase, freePort, REDIS_URL, repoRoot } from '../src/harness/distributed.js';
 
 const benchDir = path.dirname(fileURLToPath(import.meta.url));
 
@@ -27,6 +29,8 @@ export interface BenchProcess {
 /** What a started mode offers the scenarios: its origins, a way in (operator token or API key), and the pids to watch. */
 export interface RunningMode {
   gatewayUrl: string;
+  /** The public gRPC port on the loopback interface, `127.0.0.1:<port>`. */
+  grpcAddress: string;
   /** The origin that hands out tokens and merchants; `localhost` as the issuer names it. */
   publicUrl: string;
   operatorToken: string;
@@ -36,6 +40,8 @@ export interface RunningMode {
   processes: Record<string, number>;
   /** Each process's log file, by the same names. */
   logs: Record<string, string>;
+  /** Distributed mode: MERX_DEPLOYMENT, the run's names on the broker. */
+  deployment?: string;
   stop(): Promise<void>;
 }
 
@@ -115,6 +121,7 @@ export async function startEmbeddedMode(extraEnv: Record<string, string> = {}): 
   const { child, exited, logFile, stop: stopProcess } = spawnNode('embedded', path.join(repoRoot, 'services/embedded/dist/src/main.js'), {
     MERX_DATA_DIR: dataDir,
     PORT: String(port),
+    GRPC_PORT: '0',
     LOG_LEVEL: 'warn',
     ...extraEnv,
   });
@@ -129,41 +136,18 @@ export async function startEmbeddedMode(extraEnv: Record<string, string> = {}): 
       if (!existsSync(devFile)) return undefined;
       const response = await fetch(`${gatewayUrl}/readyz`);
       await response.arrayBuffer();
-      return response.status === 200 ? (JSON.parse(readFileSync(devFile, 'utf8')) as { base_url: string; operator_token: string; api_key: string }) : undefined;
+      return response.status === 200 ? (JSON.parse(readFileSync(devFile, 'utf8')) as { base_url: string; grpc_url: string; operator_token: string; api_key: string }) : undefined;
     });
-    return { gatewayUrl, publicUrl: credentials.base_url, operatorToken: credentials.operator_token, apiKey: credentials.api_key, processes: { merx: child.pid! }, logs: { merx: logFile }, stop };
+    return { gatewayUrl, grpcAddress: `127.0.0.1:${credentials.grpc_url.split(':').at(-1)}`, publicUrl: credentials.base_url, operatorToken: credentials.operator_token, apiKey: credentials.api_key, processes: { merx: child.pid! }, logs: { merx: logFile }, stop };
   } catch (error) {
     await stop();
     throw error;
   }
 }
 
-interface ServiceProcess {
-  name: string;
-  pid: number;
-  logFile: string;
-  stop(): Promise<void>;
-}
-
-/** `services/<name>/dist/src/main.js` as its own process, as the harness starts it, ready once /readyz answers 200. */
-async function startService(name: string, env: Record<string, string>, port: number): Promise<ServiceProcess> {
-  const { child, exited, logFile, stop } = spawnNode(name, path.join(repoRoot, 'services', name, 'dist/src/main.js'), { ...env, PORT: String(port), HOST: '127.0.0.1' });
-  const service = { name, pid: child.pid!, logFile, stop };
-  try {
-    await until(name, logFile, exited, async () => {
-      const response = await fetch(`http://127.0.0.1:${port}/readyz`);
-      await response.arrayBuffer();
-      return response.status === 200 ? true : undefined;
-    });
-  } catch (error) {
-    await service.stop();
-    throw error;
-  }
-  return service;
-}
-
 /**
- * Every service its own process on PostgreSQL and RabbitMQ, as the harness starts them, with production pool sizes.
+ * Every service its own process on PostgreSQL and RabbitMQ, started by the same launcher as the
+ * harness and `npm run start:distributed`, with production pool sizes, as a deployment of its own.
  * `gatewayEnv`: extra settings for the gateway (the limiter scenarios switch throttling on and off);
  * `webhooksEnv`: for the webhooks service (the delivery scenario lets it reach a loopback receiver).
  */
@@ -172,71 +156,56 @@ export async function startDistributedMode(
   webhooksEnv: Record<string, string> = {},
 ): Promise<RunningMode & { catalogUrl: string; databaseUrl: string }> {
   const database = await createTestDatabase('merx_bench');
-  const [gatewayPort, oauthPort, catalogPort, auditPort, webhooksPort, merchantsPort] = [await freePort(), await freePort(), await freePort(), await freePort(), await freePort(), await freePort()];
-  // Durable queues of this run only, deleted when it stops.
-  const queues = {
-    audit: `audit.events.${database.name}`,
-    webhooks: `webhooks.events.${database.name}`,
-    merchants: `merchants.events.${database.name}`,
-    catalog: `catalog.events.${database.name}`,
-    oauth: `oauth.merchants.${database.name}`,
-  };
-  const publicUrl = `http://localhost:${gatewayPort}`;
+  const deployment = `bench-${database.name.slice(-10)}`;
   const operatorToken = randomBytes(32).toString('base64url');
-  const jwksUrl = `http://127.0.0.1:${oauthPort}/oauth/jwks`;
   const databaseUrl = new URL(database.url);
   // BENCH_PG_HOST=/var/run/postgresql reaches PostgreSQL over its Unix socket instead of loopback TCP
   if (process.env.BENCH_PG_HOST) databaseUrl.searchParams.set('host', process.env.BENCH_PG_HOST);
   // e.g. "-c session_preload_libraries=auto_explain -c auto_explain.log_min_duration=100": slow plans in the server log
   if (process.env.BENCH_PG_OPTIONS) databaseUrl.searchParams.set('options', process.env.BENCH_PG_OPTIONS);
-  const common: Record<string, string> = { DATABASE_URL: databaseUrl.toString(), AMQP_URL, MERX_PUBLIC_URL: publicUrl, MERX_JWKS_URL: jwksUrl, LOG_LEVEL: 'warn' };
-  // the services' own default pool size unless the run asks for another, to see whether the pool is the limit
-  if (process.env.BENCH_DB_POOL_SIZE) common.MERX_DB_POOL_SIZE = process.env.BENCH_DB_POOL_SIZE;
-  const plan: Array<[string, number, Record<string, string>]> = [
-    ['oauth', oauthPort, { ...common, MERX_OPERATOR_TOKEN: operatorToken, MERX_COOKIE_SECRET: randomBytes(32).toString('base64url'), MERX_OAUTH_QUEUE: queues.oauth }],
-    ['catalog', catalogPort, { ...common, MERX_OAUTH_URL: `http://127.0.0.1:${oauthPort}`, MERX_CATALOG_QUEUE: queues.catalog }],
-    ['audit', auditPort, { ...common, MERX_OAUTH_URL: `http://127.0.0.1:${oauthPort}`, MERX_AUDIT_QUEUE: queues.audit }],
-    ['webhooks', webhooksPort, { ...common, MERX_OAUTH_URL: `http://127.0.0.1:${oauthPort}`, MERX_WEBHOOKS_QUEUE: queues.webhooks, ...webhooksEnv }],
-    ['merchants', merchantsPort, { ...common, MERX_OAUTH_URL: `http://127.0.0.1:${oauthPort}`, MERX_MERCHANTS_QUEUE: queues.merchants }],
-    [
-      'gateway',
-      gatewayPort,
-      {
-        MERX_PUBLIC_URL: publicUrl,
-        MERX_JWKS_URL: jwksUrl,
-        MERX_OAUTH_URL: `http://127.0.0.1:${oauthPort}`,
-        MERX_CATALOG_URL: `http://127.0.0.1:${catalogPort}`,
-        MERX_AUDIT_URL: `http://127.0.0.1:${auditPort}`,
-        MERX_WEBHOOKS_URL: `http://127.0.0.1:${webhooksPort}`,
-        MERX_MERCHANTS_URL: `http://127.0.0.1:${merchantsPort}`,
-        LOG_LEVEL: 'warn',
-        // The gateway follows revocations and throttle overrides on the bus.
-        AMQP_URL,
-        ...gatewayEnv,
-      },
-    ],
-  ];
-  const started: ServiceProcess[] = [];
-  const stop = async () => {
-    await Promise.all(started.map((service) => service.stop()));
-    await deleteQueues(Object.values(queues).flatMap((queue) => [queue, `${queue}.poison`])).catch(() => undefined);
+  const logDir = mkdtempSync(path.join(tmpdir(), 'merx-bench-'));
+  const cleanUp = async () => {
+    await removeDeploymentFromBroker(AMQP_URL, deployment).catch(() => undefined);
+    await purgeThrottleState(REDIS_URL, `${deployment}:`).catch(() => undefined);
     await database.drop();
   };
+  let cluster: LocalCluster;
   try {
-    for (const [name, port, env] of plan) started.push(await startService(name, env, port));
+    cluster = await startLocalCluster({
+      databaseUrl: databaseUrl.toString(),
+      amqpUrl: AMQP_URL,
+      deployment,
+      operatorToken,
+      cookieSecret: randomBytes(32).toString('base64url'),
+      consoleClientSecret: randomBytes(32).toString('base64url'),
+      gatewayPort: 0,
+      logDir,
+      logLevel: 'warn',
+      // the services' own default pool size unless the run asks for another, to see whether the pool is the limit
+      env: process.env.BENCH_DB_POOL_SIZE ? { MERX_DB_POOL_SIZE: process.env.BENCH_DB_POOL_SIZE } : {},
+      serviceEnv: { gateway: gatewayEnv, webhooks: webhooksEnv },
+      execArgv: (service) => profilingArgs(service),
+    });
   } catch (error) {
-    await stop();
+    await cleanUp();
     throw error;
   }
+  const services = Object.values(cluster.processes);
   return {
-    gatewayUrl: `http://127.0.0.1:${gatewayPort}`,
-    publicUrl,
+    gatewayUrl: cluster.gatewayUrl,
+    grpcAddress: cluster.grpcAddress,
+    publicUrl: cluster.publicUrl,
     operatorToken,
-    catalogUrl: `http://127.0.0.1:${catalogPort}`,
+    deployment,
+    catalogUrl: cluster.processes.catalog.url,
     databaseUrl: database.url,
-    processes: Object.fromEntries(started.map((service) => [service.name, service.pid])),
-    logs: Object.fromEntries(started.map((service) => [service.name, service.logFile])),
-    stop,
+    processes: Object.fromEntries(services.map((service) => [service.name, service.child.pid!])),
+    logs: Object.fromEntries(services.map((service) => [service.name, service.logFile])),
+    async stop() {
+      await cluster.stop();
+      await cleanUp();
+      rmSync(logDir, { recursive: true, force: true });
+    },
   };
 }
 

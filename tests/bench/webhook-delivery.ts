@@ -584,7 +584,7 @@ export async function benchWebhookDelivery(name: 'embedded' | 'distributed', set
     let bus: AmqpBus | undefined;
     try {
       if (mode.databaseUrl) tables = await QueueTables.open(mode.databaseUrl);
-      if (name === 'distributed') bus = await AmqpBus.connect({ url: AMQP_URL, service: 'bench', logger: createLogger('bench', 'warn') });
+      if (name === 'distributed') bus = await AmqpBus.connect({ url: AMQP_URL, service: 'bench', logger: createLogger('bench', 'warn'), deployment: mode.deployment! });
       const receiver = new ReceiverControl(receiverProcess.url);
       const { merchantId, token, product } = await prepareMerchant(mode, receiverProcess.url, fanOut);
       await receiver.settle();

@@ -57,6 +57,24 @@ describe('API keys', () => {
     assert.equal(wider.body.errors[0].code, 'scope_not_held');
   });
 
+  it('keeps an Idempotency-Key to the credential that sent it: another key replaying it runs its own request and never sees the first answer', async () => {
+    const fullScopes = ['products:read', 'products:write', 'api_keys:write', 'webhooks:read'];
+    const key = `create-full-${merchant.merchantId}`;
+    const body = { name: 'Full', scopes: fullScopes };
+    const first = await call(stack, 'POST', '/api/v1/api-keys', { token: merchant.token, body, headers: { 'idempotency-key': key } });
+    assert.equal(first.status, 201, first.text);
+    const narrow = await createKey(['api_keys:write']);
+    const narrowToken = await issueToken(stack, narrow.secret);
+    const replayed = await call(stack, 'POST', '/api/v1/api-keys', { token: narrowToken, body, headers: { 'idempotency-key': key } });
+    assert.equal(replayed.status, 422, replayed.text);
+    assert.equal(replayed.body.errors[0].code, 'scope_not_held', 'a fresh request under its own scopes, refused as one');
+    assert.equal(replayed.headers.get('idempotent-replayed'), null);
+    assert.ok(!replayed.text.includes(first.body.secret), 'the full-scope secret is never shown to another credential');
+    const again = await call(stack, 'POST', '/api/v1/api-keys', { token: merchant.token, body, headers: { 'idempotency-key': key } });
+    assert.equal(again.headers.get('idempotent-replayed'), 'true', 'the key still replays for the credential that sent it');
+    assert.equal(again.body.secret, first.body.secret);
+  });
+
   it('never shows a secret after creation', async () => {
     const key = await createKey(['products:read']);
     const list = await call(stack, 'GET', '/api/v1/api-keys', { token: merchant.token });

@@ -41,6 +41,17 @@ describe('audit log through the gateway', () => {
     assert.ok(verify.body.entries_checked >= 5, 'merchant and key provisioning are in the log too');
   });
 
+  it('records the address the gateway saw, not one a client writes in X-Forwarded-For (no trusted proxies by default)', async () => {
+    const created = await call(stack, 'POST', '/api/v1/products', {
+      token: merchant.token,
+      headers: { 'x-forwarded-for': '203.0.113.66' },
+      body: { sku: 'AUD-SPOOF', title: 'Spoofed', price: '3.00', currency: 'USD' },
+    });
+    assert.equal(created.status, 201, created.text);
+    const [entry] = await auditEntriesOf(stack, merchant.token, `&resource_id=${created.body.id}`, (found) => found.length === 1);
+    assert.match(entry.ip, /^(127\.0\.0\.1|::ffff:127\.0\.0\.1|::1)$/, 'the socket peer, since the gateway trusts no proxy');
+  });
+
   it('records token issuance and refused credentials of the merchant (auth.token_issued, auth.denied)', async () => {
     const wrongSecret = `${merchant.clientId}_${'Z'.repeat(32)}`;
     const refused = await fetch(`${stack.baseUrl}/oauth/token`, {

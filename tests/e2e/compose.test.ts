@@ -20,13 +20,17 @@ interface ComposeResult {
   stderr: string;
 }
 
-const COMMON_ENV = ['NODE_ENV', 'LOG_LEVEL', 'PORT', 'MERX_PUBLIC_URL', 'MERX_JWKS_URL'];
+const COMMON_ENV = ['NODE_ENV', 'LOG_LEVEL', 'PORT', 'MERX_PUBLIC_URL', 'MERX_JWKS_URL', 'MERX_OAUTH_URL', 'MERX_DEPLOYMENT'];
+/** Every process that calls or serves an internal route. */
+const SERVICE_CREDENTIAL = ['MERX_SERVICE_TOKEN'];
 const BACKEND_ENV = ['DATABASE_URL', 'AMQP_URL'];
 /** What each service's configuration schema requires. A service not listed owns a schema and uses the bus. */
 const ENV_BY_SERVICE: Record<string, string[]> = {
-  gateway: [...COMMON_ENV, 'MERX_OAUTH_URL', 'MERX_CATALOG_URL', 'REDIS_URL', 'AMQP_URL'],
-  oauth: [...COMMON_ENV, ...BACKEND_ENV, 'MERX_OPERATOR_TOKEN', 'MERX_COOKIE_SECRET'],
-  catalog: [...COMMON_ENV, ...BACKEND_ENV],
+  gateway: [...COMMON_ENV, ...SERVICE_CREDENTIAL, 'MERX_OAUTH_URL', 'MERX_CATALOG_URL', 'REDIS_URL', 'AMQP_URL'],
+  oauth: [...COMMON_ENV, ...BACKEND_ENV, ...SERVICE_CREDENTIAL, 'MERX_OPERATOR_TOKEN', 'MERX_COOKIE_SECRET'],
+  catalog: [...COMMON_ENV, ...BACKEND_ENV, ...SERVICE_CREDENTIAL],
+  // Sessions in its own schema, no bus; the API through the gateway.
+  console: [...COMMON_ENV, 'DATABASE_URL', 'MERX_GATEWAY_URL', 'MERX_CONSOLE_CLIENT_SECRET'],
 };
 /** Runs every service in one process: the default mode, never a container of its own. */
 const NOT_A_CONTAINER = new Set(['embedded']);
@@ -38,6 +42,8 @@ const SECRETS: Record<string, string> = {
   RABBITMQ_PASSWORD: 'compose-test-rabbitmq-password',
   MERX_OPERATOR_TOKEN: 'compose-test-operator-token-0123456789abcdef',
   MERX_COOKIE_SECRET: 'compose-test-cookie-secret-0123456789abcdef',
+  MERX_CONSOLE_CLIENT_SECRET: 'compose-test-console-secret-0123456789abcdef',
+  MERX_SERVICE_TOKEN: 'compose-test-service-token-0123456789abcdef',
 };
 
 /** Container settings that hold a secret, whatever the variable that feeds them is called. */
@@ -78,7 +84,7 @@ describe('production packaging (docker-compose.yml, deploy/)', function () {
       child.on('error', (error: NodeJS.ErrnoException) =>
         reject(
           error.code === 'ENOENT'
-            ? new assert.AssertionError({ message: 'docker-compose is not installed: install it with `apt-get install -y docker-compose` (.ci/run does)' })
+            ? new assert.AssertionError({ message: 'docker-compose is not installed: `bash tests/install-system-packages.sh` (run by npm test) installs it' })
             : error,
         ),
       );
@@ -172,16 +178,24 @@ describe('production packaging (docker-compose.yml, deploy/)', function () {
       }
     });
 
-    it('publishes only the gateway, on 8080, and names no container, so every service scales', async () => {
+    it('publishes only the gateway, on 8080 (HTTP) and 50051 (gRPC), and names no container, so every service scales', async () => {
       for (const [name, service] of Object.entries(servicesOf(await resolved()))) {
         assert.equal(service.container_name, undefined, `${name} has a container_name: it could not be scaled`);
         if (name !== 'gateway') assert.equal(service.ports, undefined, `${name} publishes a port; only the gateway may`);
       }
       const ports = asArray(servicesOf(await resolved()).gateway?.ports, 'gateway ports');
-      assert.equal(ports.length, 1);
-      const port = ports[0];
-      const target = typeof port === 'string' ? port.split(':').at(-1) : asRecord(port, 'gateway port').target;
-      assert.equal(String(target), '8080');
+      const targets = ports.map((port) => String(typeof port === 'string' ? port.split(':').at(-1) : asRecord(port, 'gateway port').target));
+      assert.deepEqual(targets, ['8080', '50051']);
+    });
+
+    it('points the gateway at the gRPC port of each service that owns a gRPC service', async () => {
+      const services = servicesOf(await resolved());
+      const gateway = environmentOf(asRecord(services.gateway, 'gateway'));
+      assert.equal(gateway.GRPC_PORT, '50051');
+      for (const name of ['catalog', 'merchants', 'webhooks']) {
+        const port = environmentOf(asRecord(services[name], name)).GRPC_PORT;
+        assert.equal(gateway[`MERX_${name.toUpperCase()}_GRPC`], `${name}:${port}`, `gateway: MERX_${name.toUpperCase()}_GRPC`);
+      }
     });
 
     it('starts each service only once what it depends on is healthy', async () => {
@@ -194,10 +208,30 @@ describe('production packaging (docker-compose.yml, deploy/)', function () {
       for (const name of distributedServices) {
         const dependsOn = asRecord(services[name]?.depends_on, `${name} depends_on`);
         for (const [dependency, how] of Object.entries(dependsOn)) {
-          assert.equal(asRecord(how, `${name} -> ${dependency}`).condition, 'service_healthy', `${name} -> ${dependency}`);
+          // The one-shot migrate service is never healthy: it has finished, or it has failed.
+          const expected = dependency === 'migrate' ? 'service_completed_successfully' : 'service_healthy';
+          assert.equal(asRecord(how, `${name} -> ${dependency}`).condition, expected, `${name} -> ${dependency}`);
         }
-        const needs = name === 'gateway' ? ['redis', 'oauth', ...distributedServices.filter((other) => other !== 'gateway')] : ['postgres', 'rabbitmq'];
+        // The console uses no bus; it needs its database and the oauth service it signs users in with.
+        const needs =
+          name === 'gateway'
+            ? ['redis', 'oauth', ...distributedServices.filter((other) => other !== 'gateway')]
+            : name === 'console'
+              ? ['postgres', 'migrate', 'oauth']
+              : ['postgres', 'rabbitmq', 'migrate'];
         for (const dependency of needs) assert.ok(dependency in dependsOn, `${name} must wait for ${dependency}`);
+      }
+    });
+
+    it('migrates once per deployment: a one-shot migrate service, and services that only verify their schema', async () => {
+      const services = servicesOf(await resolved());
+      const migrate = asRecord(services.migrate, 'migrate');
+      assert.ok(commandOf(migrate).includes('services/embedded/dist/src/migrate.js'), 'migrate runs the migrate command');
+      assert.equal(migrate.restart, 'no', 'a finished migration is not restarted');
+      assert.ok(environmentOf(migrate).DATABASE_URL, 'migrate has DATABASE_URL');
+      assert.ok(existsSync(path.join(repoRoot, 'services/embedded/src/migrate.ts')), 'the command exists');
+      for (const name of distributedServices.filter((other) => other !== 'gateway')) {
+        assert.equal(environmentOf(asRecord(services[name], name)).MERX_MIGRATIONS, 'verify', `${name} must only verify its schema`);
       }
     });
   });

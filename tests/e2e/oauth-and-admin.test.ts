@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { request } from 'node:http';
 import { createRemoteJWKSet, jwtVerify } from 'jose';
 import { call, createMerchant, sharedStack, uniqueOwnerEmail, type Stack } from '../src/harness/index.js';
 
@@ -80,6 +81,28 @@ describe('OAuth client credentials and operator provisioning', () => {
     assert.deepEqual(event.context?.actor, { type: 'operator', id: 'operator' });
     const keyEvent = await stack.events.waitFor((e) => e.topic === 'api_keys.created' && e.merchant_id === created.body.merchant.id);
     assert.ok(!JSON.stringify(keyEvent).includes(created.body.api_key.secret), 'the key itself never travels in an event');
+  });
+
+  it('builds the discovery document from the configured public URL, whatever Host the client sends', async () => {
+    const gateway = new URL(stack.baseUrl);
+    const forged = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const sent = request(
+        { host: '127.0.0.1', port: gateway.port, path: '/oauth/.well-known/openid-configuration', headers: { host: 'evil.example', 'x-forwarded-host': 'evil.example', 'x-forwarded-proto': 'https' } },
+        (response) => {
+          let body = '';
+          response.setEncoding('utf8').on('data', (chunk: string) => (body += chunk));
+          response.on('end', () => resolve({ status: response.statusCode ?? 0, body }));
+        },
+      );
+      sent.on('error', reject);
+      sent.end();
+    });
+    assert.equal(forged.status, 200, forged.body);
+    const document = JSON.parse(forged.body) as Record<string, string>;
+    assert.equal(document.issuer, `${stack.baseUrl}/oauth`);
+    assert.equal(document.token_endpoint, `${stack.baseUrl}/oauth/token`);
+    assert.equal(document.authorization_endpoint, `${stack.baseUrl}/oauth/auth`);
+    assert.doesNotMatch(forged.body, /evil\.example/);
   });
 
   it('gives live merchants live keys', async () => {

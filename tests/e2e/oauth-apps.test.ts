@@ -203,6 +203,38 @@ describe('third-party apps: authorization code + PKCE through the consent pages'
     assert.equal(new URL((await browser.request(tooMuch.url.toString())).location!).searchParams.get('error'), 'invalid_scope');
   });
 
+  it('slows an account down after repeated wrong passwords: growing locks, during which even the right password waits', async function () {
+    this.timeout(30_000);
+    const merchant = await createMerchant(stack);
+    const request = await authorizationRequest('products:read');
+    const browser = new Browser(stack.baseUrl);
+    let page = await browser.navigate(request.url.toString());
+    const attempt = async (password: string) => {
+      const answer = await browser.navigate(formAction(page.text, '/login'), { method: 'POST', form: { csrf: hiddenField(page.text, 'csrf'), email: merchant.ownerEmail, password } });
+      if (answer.status !== 303) page = answer;
+      return answer;
+    };
+    for (let failure = 1; failure <= 5; failure += 1) assert.equal((await attempt('wrong password, guess ' + failure)).status, 401, `free failure ${failure}`);
+    // The suite's stacks lock for 3 s first (E2E_SIGNIN_ENV), long enough to see on a busy machine.
+    const sixth = await attempt('wrong password, guess 6');
+    assert.equal(sixth.status, 401, 'the sixth failure is checked, and locks the account');
+    const locked = await attempt(merchant.ownerPassword);
+    assert.equal(locked.status, 429, 'while locked, not even the right password is checked');
+    const firstLock = Number(locked.headers.get('retry-after'));
+    assert.ok(firstLock >= 1 && firstLock <= 3, `Retry-After ${firstLock}`);
+    assert.match(locked.text, /Too many failed sign-in attempts\. Try again in \d seconds?\./);
+    await new Promise((resolve) => setTimeout(resolve, firstLock * 1_000 + 100)); // the lock's own length: nothing to poll
+    assert.equal((await attempt('wrong password, guess 7')).status, 401);
+    const longer = await attempt(merchant.ownerPassword);
+    assert.equal(longer.status, 429);
+    const secondLock = Number(longer.headers.get('retry-after'));
+    assert.ok(secondLock > 3 && secondLock <= 6, `each further failure doubles the lock: Retry-After ${secondLock}`);
+    await new Promise((resolve) => setTimeout(resolve, secondLock * 1_000 + 100));
+    const signedIn = await attempt(merchant.ownerPassword);
+    assert.equal(signedIn.status, 200, 'after the lock the right password works: the consent page');
+    assert.match(signedIn.text, /Allow Shelf Sync/);
+  });
+
   it('still runs client credentials for API keys through the same provider', async () => {
     const merchant = await createMerchant(stack);
     const keyConfig = await oidc.discovery(new URL(`${stack.baseUrl}/oauth`), merchant.clientId, undefined, oidc.ClientSecretBasic(merchant.apiKey), {
@@ -220,6 +252,6 @@ describe('third-party apps: authorization code + PKCE through the consent pages'
     assert.equal((await call(stack, 'POST', '/admin/v1/apps', { body: { name: 'x', redirect_uris: [REDIRECT_URI], scopes: ['products:read'] } })).status, 401);
     const invalid = await call(stack, 'POST', '/admin/v1/apps', { headers: operator, body: { name: '', redirect_uris: ['http://example.com/cb'], scopes: ['everything'] } });
     assert.equal(invalid.status, 422);
-    assert.deepEqual(invalid.body.errors.map((e: { field: string }) => e.field).sort(), ['name', 'redirect_uris.0', 'scopes.0']);
+    assert.deepEqual(invalid.body.errors.map((e: { field: string }) => e.field).sort(), ['name', 'redirect_uris[0]', 'scopes[0]']);
   });
 });

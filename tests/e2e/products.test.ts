@@ -104,6 +104,9 @@ describe('products through the gateway', () => {
     const stale = await call(stack, 'PATCH', `/api/v1/products/${id}`, { token: merchant.token, body: { title: 'lost update' }, headers: { 'if-match': '"v1"' } });
     assert.equal(stale.status, 412);
     assert.equal(stale.body.code, 'precondition_failed');
+    const unquoted = await call(stack, 'PATCH', `/api/v1/products/${id}`, { token: merchant.token, body: { title: 'lost update' }, headers: { 'if-match': 'v2' } });
+    assert.equal(unquoted.status, 412);
+    assert.match(unquoted.body.detail, /must be \* or quoted entity tags such as "v2"/, 'an unquoted tag is named as such, not reported as a mismatch');
     const toDraft = await call(stack, 'PATCH', `/api/v1/products/${id}`, { token: merchant.token, body: { status: 'draft' } });
     assert.equal(toDraft.status, 409);
     const current = await call(stack, 'GET', `/api/v1/products/${id}`, { token: merchant.token });

@@ -23,7 +23,7 @@ if (stackMode() === 'distributed') {
         ids.push(created.body.id);
       }
       const ready = await fetch(`${stack.processes.catalog!.url}/readyz`).then((r) => r.json() as Promise<{ checks: Record<string, string> }>);
-      assert.equal(ready.checks.bus, 'failed');
+      assert.equal(ready.checks.bus, 'degraded', 'writes go on without the broker: degraded, still ready');
       assert.equal(stack.events.forMerchant(merchant.merchantId).filter((e) => e.topic === 'products.created').length, 0, 'nothing could be published yet');
 
       await stack.kill('catalog'); // a crash: no graceful shutdown, no flush

@@ -6,3 +6,5 @@ export * from './shared.js';
 export * from './tcp-proxy.js';
 export * from './browser.js';
 export * from './wait.js';
+export * from './console-browser.js';
+export * from './grpc.js';

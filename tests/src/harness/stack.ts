@@ -1,10 +1,13 @@
 import { randomBytes } from 'node:crypto';
-import { AmqpBus, createLogger, type Logger } from '@merx/kit';
-import { startEmbedded } from '@merx/embedded';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { AmqpBus, busRetryPolicyFromEnv, createLogger, type Logger, type MerxEvent } from '@merx/kit';
+import { removeDeploymentFromBroker, startEmbedded, startLocalCluster, type ClusterService, type LocalCluster, type ServiceProcess } from '@merx/embedded';
 import { purgeThrottleState, throttleSettingsFromEnv } from '@merx/gateway';
 import { merchantsSettingsFromEnv } from '@merx/merchants';
+import { signInThrottleFromEnv } from '@merx/oauth';
 import { webhookSettingsFromEnv } from '@merx/webhooks';
-import { AMQP_URL, createTestDatabase, deleteQueues, REDIS_URL, freePort, startServiceProcess, type ServiceProcess } from './distributed.js';
+import { AMQP_URL, createTestDatabase, REDIS_URL } from './distributed.js';
 import { EventObserver } from './events.js';
 import { TcpProxy } from './tcp-proxy.js';
 
@@ -13,10 +16,18 @@ export type StackMode = 'embedded' | 'distributed';
 export interface Stack {
   mode: StackMode;
   baseUrl: string;
+  /** The gateway's public gRPC port, `127.0.0.1:<port>`. */
+  grpcAddress: string;
   operatorToken: string;
   events: EventObserver;
+  /** Puts events straight onto the stack's bus, as a publisher that skipped every check would. */
+  publish(events: MerxEvent[]): Promise<void>;
   /** Distributed mode only: the service processes, for tests that kill or restart one. */
-  processes: Record<string, ServiceProcess>;
+  processes: Partial<Record<string, ServiceProcess>>;
+  /** Distributed mode only: the stack's own database (tests that look at what each service stored). */
+  databaseUrl?: string;
+  /** Distributed mode only: MERX_DEPLOYMENT, the stack's names on the broker and in Redis. */
+  deployment?: string;
   /** Distributed mode only: each service reaches RabbitMQ through its own proxy, so a test can cut its link. */
   brokerLinks: Record<string, TcpProxy>;
   /** A service's own origin, bypassing the gateway (both modes): proves each service checks tokens itself. */
@@ -24,7 +35,8 @@ export interface Stack {
   restart(service: string): Promise<void>;
   /** Distributed mode only: SIGKILL, no shutdown of any kind, as a crash would. */
   kill(service: string): Promise<void>;
-  start(service: string): Promise<void>;
+  /** `env`: settings for this start only (a failpoint). */
+  start(service: string, env?: Record<string, string>): Promise<void>;
   /**
    * Distributed mode only: one more replica of a service on its own port, sharing the stack's
    * database and durable queue (two delivery workers racing for the same work). It reaches
@@ -46,10 +58,15 @@ export function stackMode(): StackMode {
  * and call every sensitive operation (isolation), a token endpoint window of 2 s so its test
  * recovers quickly. Tests that need small budgets set them per merchant through the operator API.
  */
+/** Sign-in locks long enough to observe on a busy machine: the lockout test waits them out. */
+export const E2E_SIGNIN_ENV = { MERX_SIGNIN_THROTTLE: '{"account":{"first_lock_seconds":3}}' };
+
 export const E2E_THROTTLE_ENV = {
   MERX_THROTTLE_PLANS:
     '{"sandbox":{"burst":{"capacity":1000,"refill_per_second":500},"writes":{"capacity":1000,"refill_per_second":500},"sensitive":{"limit":100,"window_seconds":60}}}',
   MERX_THROTTLE_TOKEN_ENDPOINT: '{"limit":10,"window_seconds":2}',
+  // Roomy enough that loading 10,000 products is not paced; the pacing test lowers it per run.
+  MERX_THROTTLE_BULK: '{"sandbox":100000}',
 };
 
 /**
@@ -67,6 +84,19 @@ export const E2E_WEBHOOK_ENV = {
   MERX_WEBHOOK_TIMEOUT: '3s',
   MERX_WEBHOOK_CONNECT_TIMEOUT: '1s',
   MERX_WEBHOOK_SECRET_OVERLAP: '24h',
+  // A rule's time limit per record: above the default 100 ms, which a rule worker's first run
+  // can miss on a machine whose cores the suite shares, and still far below what the slow-rule
+  // test's nine million pairs need.
+  MERX_RULE_TIMEOUT_MS: '500',
+};
+
+/**
+ * Bus retries of every e2e stack (both modes): redeliveries within a second and poison after the
+ * third failure, so the poison tests finish quickly.
+ */
+export const E2E_BUS_ENV = {
+  MERX_BUS_RETRY_SCHEDULE: '200ms,500ms',
+  MERX_BUS_DELIVERY_LIMIT: '3',
 };
 
 const quietLogger = (): Logger => createLogger('e2e', process.env.LOG_LEVEL ?? 'silent');
@@ -77,15 +107,19 @@ async function startEmbeddedStack(): Promise<Stack> {
     port: 0,
     logger: quietLogger(),
     throttle: throttleSettingsFromEnv(E2E_THROTTLE_ENV),
+    signInThrottle: signInThrottleFromEnv(E2E_SIGNIN_ENV),
     webhooks: webhookSettingsFromEnv(E2E_WEBHOOK_ENV),
     merchants: merchantsSettingsFromEnv(E2E_WEBHOOK_ENV),
+    busRetry: busRetryPolicyFromEnv(E2E_BUS_ENV),
   });
   const events = await EventObserver.attach(merx.bus, `e2e-observer-${randomBytes(4).toString('hex')}`);
   return {
     mode: 'embedded',
     baseUrl: merx.baseUrl,
+    grpcAddress: `127.0.0.1:${merx.gateway.grpc!.port}`,
     operatorToken: merx.credentials.operator_token,
     events,
+    publish: (published) => merx.bus.publish(published),
     processes: {},
     brokerLinks: {},
     directUrl: (service) => merx[service].url,
@@ -108,107 +142,80 @@ async function startEmbeddedStack(): Promise<Stack> {
   };
 }
 
-/** Every service its own process against PostgreSQL and RabbitMQ, as in production. */
-async function startDistributedStack(): Promise<Stack> {
+/**
+ * Every service its own process against PostgreSQL, RabbitMQ and Redis, as in production, started
+ * by the same launcher as `npm run start:distributed`. The stack is its own deployment
+ * (MERX_DEPLOYMENT) with its own database, so runs sharing the servers never see each other.
+ */
+export async function startDistributedStack(): Promise<Stack> {
   const database = await createTestDatabase('merx_e2e');
-  const [gatewayPort, oauthPort, catalogPort, auditPort, webhooksPort, merchantsPort] = [await freePort(), await freePort(), await freePort(), await freePort(), await freePort(), await freePort()];
-  // Durable queues are per stack: several stacks (CI, other runs) share one RabbitMQ.
-  const auditQueue = `audit.events.${database.name}`;
-  const webhooksQueue = `webhooks.events.${database.name}`;
-  const merchantsQueue = `merchants.events.${database.name}`;
-  const catalogQueue = `catalog.events.${database.name}`;
-  const oauthQueue = `oauth.merchants.${database.name}`;
-  const throttleQueue = `gateway.throttle_overrides.${database.name}`;
-  const throttlePrefix = `merx:e2e:${database.name}:`;
-  const baseUrl = `http://localhost:${gatewayPort}`;
+  const deployment = `e2e-${database.name.slice(-10)}`;
   const operatorToken = randomBytes(32).toString('base64url');
   const amqp = new URL(AMQP_URL);
-  const brokerLinks: Record<string, TcpProxy> = {
-    oauth: await TcpProxy.start(amqp.hostname, Number(amqp.port || 5672)),
-    catalog: await TcpProxy.start(amqp.hostname, Number(amqp.port || 5672)),
-    webhooks: await TcpProxy.start(amqp.hostname, Number(amqp.port || 5672)),
-    merchants: await TcpProxy.start(amqp.hostname, Number(amqp.port || 5672)),
-  };
+  // Every process that speaks to RabbitMQ does so through a link of its own: cutting them all is the broker going away.
+  const brokerLinks: Record<string, TcpProxy> = {};
+  for (const service of ['oauth', 'catalog', 'audit', 'webhooks', 'merchants', 'gateway']) brokerLinks[service] = await TcpProxy.start(amqp.hostname, Number(amqp.port || 5672));
   const viaProxy = (service: string) => {
     const url = new URL(AMQP_URL);
     url.port = String(brokerLinks[service]!.port);
-    return url.toString();
+    return { AMQP_URL: url.toString() };
   };
-  const common = {
-    DATABASE_URL: database.url,
-    MERX_PUBLIC_URL: baseUrl,
-    MERX_JWKS_URL: `http://127.0.0.1:${oauthPort}/oauth/jwks`,
-    MERX_DB_POOL_SIZE: '5',
-    // Where every token verifier loads the revocation list from at start.
-    MERX_OAUTH_URL: `http://127.0.0.1:${oauthPort}`,
-  };
-  const env: Record<string, Record<string, string>> = {
-    oauth: { ...common, AMQP_URL: viaProxy('oauth'), MERX_OPERATOR_TOKEN: operatorToken, MERX_COOKIE_SECRET: randomBytes(32).toString('base64url'), MERX_OAUTH_QUEUE: oauthQueue },
-    catalog: { ...common, AMQP_URL: viaProxy('catalog'), MERX_CATALOG_QUEUE: catalogQueue },
-    merchants: { ...common, AMQP_URL: viaProxy('merchants'), MERX_MERCHANTS_QUEUE: merchantsQueue, ...E2E_WEBHOOK_ENV },
-    audit: { ...common, AMQP_URL, MERX_OAUTH_URL: `http://127.0.0.1:${oauthPort}`, MERX_AUDIT_QUEUE: auditQueue },
-    webhooks: { ...common, AMQP_URL: viaProxy('webhooks'), MERX_WEBHOOKS_QUEUE: webhooksQueue, ...E2E_WEBHOOK_ENV },
-    gateway: {
-      AMQP_URL,
-      MERX_PUBLIC_URL: baseUrl,
-      MERX_JWKS_URL: common.MERX_JWKS_URL,
-      MERX_OAUTH_URL: `http://127.0.0.1:${oauthPort}`,
-      MERX_CATALOG_URL: `http://127.0.0.1:${catalogPort}`,
-      MERX_AUDIT_URL: `http://127.0.0.1:${auditPort}`,
-      MERX_WEBHOOKS_URL: `http://127.0.0.1:${webhooksPort}`,
-      MERX_MERCHANTS_URL: `http://127.0.0.1:${merchantsPort}`,
-      ...E2E_THROTTLE_ENV,
-      REDIS_URL,
-      MERX_THROTTLE_KEY_PREFIX: throttlePrefix,
-      MERX_THROTTLE_QUEUE: throttleQueue,
-    },
-  };
-  const ports: Record<string, number> = { oauth: oauthPort, catalog: catalogPort, audit: auditPort, webhooks: webhooksPort, merchants: merchantsPort, gateway: gatewayPort };
-  const processes: Record<string, ServiceProcess> = {};
-  const extras: ServiceProcess[] = [];
-  const bus = await AmqpBus.connect({ url: AMQP_URL, service: 'e2e-observer', logger: quietLogger() });
+  const bus = await AmqpBus.connect({ url: AMQP_URL, service: 'e2e-observer', logger: quietLogger(), deployment });
   const events = await EventObserver.attach(bus, 'e2e-observer');
+  let cluster: LocalCluster | undefined;
   // Everything this stack made, undone in reverse: used when a start fails and by stop().
   const tearDown = async () => {
-    await Promise.all([...Object.values(processes), ...extras].map((service) => service.stop()));
+    await cluster?.stop();
     await Promise.all(Object.values(brokerLinks).map((link) => link.close()));
     await events.close();
     await bus.close();
-    const queues = [auditQueue, webhooksQueue, merchantsQueue, catalogQueue, oauthQueue, throttleQueue];
-    await deleteQueues(queues.flatMap((queue) => [queue, `${queue}.poison`]));
-    await purgeThrottleState(REDIS_URL, throttlePrefix);
+    await removeDeploymentFromBroker(AMQP_URL, deployment, busRetryPolicyFromEnv(E2E_BUS_ENV));
+    await purgeThrottleState(REDIS_URL, `${deployment}:`);
     await database.drop();
   };
   try {
-    for (const name of ['oauth', 'catalog', 'audit', 'webhooks', 'merchants', 'gateway']) processes[name] = await startServiceProcess(name, env[name]!, ports[name]!);
+    cluster = await startLocalCluster({
+      databaseUrl: database.url,
+      amqpUrl: AMQP_URL,
+      redisUrl: REDIS_URL,
+      deployment,
+      operatorToken,
+      cookieSecret: randomBytes(32).toString('base64url'),
+      consoleClientSecret: randomBytes(32).toString('base64url'),
+      gatewayPort: 0,
+      logDir: path.join(tmpdir(), `merx-${deployment}`),
+      logLevel: process.env.LOG_LEVEL ?? 'warn',
+      env: { MERX_DB_POOL_SIZE: '5', ...E2E_THROTTLE_ENV, ...E2E_WEBHOOK_ENV, ...E2E_SIGNIN_ENV, ...E2E_BUS_ENV },
+      serviceEnv: { oauth: viaProxy('oauth'), catalog: viaProxy('catalog'), audit: viaProxy('audit'), webhooks: viaProxy('webhooks'), merchants: viaProxy('merchants'), gateway: viaProxy('gateway') },
+    });
   } catch (error) {
     await tearDown();
     throw error;
   }
+  const running = cluster;
   return {
     mode: 'distributed',
-    baseUrl,
+    baseUrl: running.publicUrl,
+    grpcAddress: running.grpcAddress,
     operatorToken,
     events,
-    processes,
+    publish: (published) => bus.publish(published),
+    processes: running.processes,
     brokerLinks,
-    directUrl: (service) => processes[service]!.url,
-    async restart(name: string) {
-      await processes[name]!.stop();
-      processes[name] = await startServiceProcess(name, env[name]!, ports[name]!);
+    databaseUrl: database.url,
+    deployment,
+    directUrl: (service) => running.processes[service].url,
+    async restart(name) {
+      await running.restart(name as ClusterService);
     },
-    async kill(name: string) {
-      processes[name]!.child.kill('SIGKILL');
-      await processes[name]!.exited;
+    async kill(name) {
+      await running.kill(name as ClusterService);
     },
-    async start(name: string) {
-      processes[name] = await startServiceProcess(name, env[name]!, ports[name]!);
+    async start(name, env) {
+      await running.start(name as ClusterService, env);
     },
-    async startExtra(name) {
-      const extra = await startServiceProcess(name, { ...env[name]!, AMQP_URL }, await freePort());
-      extras.push(extra);
-      return extra;
-    },
+    // Straight to RabbitMQ, not through the service's broker link.
+    startExtra: (name) => running.startReplica(name, { AMQP_URL }),
     stop: tearDown,
   };
 }

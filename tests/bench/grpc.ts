@@ -1,0 +1,89 @@
+import { create } from '@bufbuild/protobuf';
+import { timestampFromDate } from '@bufbuild/protobuf/wkt';
+import {
+  ExportProductsRequestSchema,
+  IngestRecordsRequestSchema,
+  IngestRecordsResponse_Status,
+  ProductResult_Outcome,
+  RecordType,
+  StreamEventsRequestSchema,
+  UpsertProductsRequestSchema,
+  type IngestRecordsResponse,
+  type StreamEventsResponse,
+  type UpsertProductsResponse,
+} from '@merx/contracts/grpc';
+import { grpc } from '@merx/kit';
+import { call, createMerchant, issueToken } from '../src/harness/client.js';
+import { bearer, bidiAll, grpcClients, serverStreamAll } from '../src/harness/grpc.js';
+import type { Stack } from '../src/harness/stack.js';
+import { startDistributedMode, startEmbeddedMode, type RunningMode } from './processes.js';
+
+export interface GrpcBenchDeps {
+  started<T extends RunningMode>(start: Promise<T>): Promise<T>;
+  progress(text: string): void;
+}
+
+/** Items per scenario: BENCH_GRPC_ITEMS (default 20,000). */
+const items = Number(process.env.BENCH_GRPC_ITEMS ?? 20_000);
+const perSecond = (count: number, ms: number) => Math.round((count / ms) * 1000).toLocaleString('en-US');
+
+/**
+ * The gRPC sub-APIs end to end through the public port, on a fresh start of the mode with the
+ * bulk class out of the way: products/s through UpsertProducts (answered once committed with their
+ * events), ExportProducts, records/s through IngestRecords, and events/s through StreamEvents
+ * reading back what the upsert announced. Returned as notes for the report.
+ */
+export async function benchGrpc(name: 'embedded' | 'distributed', deps: GrpcBenchDeps): Promise<string[]> {
+  const env = { MERX_THROTTLE_BULK: '{"sandbox":1000000,"standard":1000000,"scale":1000000}' };
+  deps.progress(`${name} mode: gRPC (${items} items)`);
+  const mode = await deps.started(name === 'embedded' ? startEmbeddedMode(env) : startDistributedMode(env));
+  const stack = { baseUrl: mode.publicUrl, operatorToken: mode.operatorToken, grpcAddress: mode.grpcAddress } as Stack;
+  const clients = grpcClients(stack);
+  try {
+    const token = mode.apiKey ? await issueToken(stack, mode.apiKey) : (await createMerchant(stack)).token;
+    const startTime = new Date();
+    const requests = Array.from({ length: items }, (_, index) => create(UpsertProductsRequestSchema, { product: { sku: `bench-grpc-${index}`, title: 'Bench', price: '19.99', currency: 'USD' } }));
+    let started = Date.now();
+    const upserted = await bidiAll<UpsertProductsResponse>(clients.products, 'UpsertProducts', requests, bearer(token));
+    const upsertMs = Date.now() - started;
+    if (upserted.some((answer) => answer.result!.outcome !== ProductResult_Outcome.CREATED)) throw new Error('an upserted product was not created');
+
+    started = Date.now();
+    const exported = await serverStreamAll(clients.products, 'ExportProducts', create(ExportProductsRequestSchema, {}), bearer(token));
+    const exportMs = Date.now() - started;
+
+    const source = await call(stack, 'POST', '/api/v1/sources', { token, body: { name: 'Bench', kind: 'storefront' }, unchecked: true });
+    const occurTime = timestampFromDate(new Date());
+    const records = Array.from({ length: items }, (_, index) =>
+      create(IngestRecordsRequestSchema, { sourceId: source.body.id, record: { type: RecordType.ORDER, externalId: `bench-${index}`, occurTime, data: { total: 10, currency: 'USD' } } }),
+    );
+    started = Date.now();
+    const acks = await bidiAll<IngestRecordsResponse>(clients.records, 'IngestRecords', records, bearer(token));
+    const ingestMs = Date.now() - started;
+    if (acks.some((ack) => ack.status !== IngestRecordsResponse_Status.ACCEPTED)) throw new Error('an ingested record was not accepted');
+
+    // Every products.created of the upsert, read back from the start of the run.
+    started = Date.now();
+    const events = await new Promise<number>((resolve, reject) => {
+      const stream: grpc.ClientReadableStream<StreamEventsResponse> = clients.events.StreamEvents(create(StreamEventsRequestSchema, { cursor: { case: 'startTime', value: timestampFromDate(startTime) }, topics: ['products.created'] }), bearer(token));
+      let seen = 0;
+      stream.on('data', () => {
+        seen += 1;
+        if (seen === items) {
+          stream.cancel();
+          resolve(seen);
+        }
+      });
+      stream.on('error', (error: grpc.ServiceError) => (error.code === grpc.status.CANCELLED ? undefined : reject(error)));
+    });
+    const eventsMs = Date.now() - started;
+    return [
+      `gRPC, ${name}: UpsertProducts ${perSecond(items, upsertMs)} products/s (${items} in ${upsertMs} ms, each answered once committed with its event; target ≥ 10,000); ` +
+        `ExportProducts ${perSecond(exported.length, exportMs)} products/s (target ≥ 50,000); IngestRecords ${perSecond(items, ingestMs)} records/s (target ≥ 5,000); ` +
+        `StreamEvents ${perSecond(events, eventsMs)} events/s (the upsert's ${events} products.created, read back from the start of the run, including waiting for them to reach the events store).`,
+    ];
+  } finally {
+    clients.close();
+    await mode.stop();
+  }
+}

@@ -1,0 +1,115 @@
+import assert from 'node:assert/strict';
+import { call, createMerchant, issueToken, sharedStack, type ApiResponse, type Stack, type TestMerchant } from '../src/harness/index.js';
+
+/** The one grammar of `errors[].field`: `price`, `scopes[0]`, `settings.url`, `transform.set["customer.email"]`, or `(body)`. */
+const FIELD_PATH = /^(\(body\)|(?:[A-Za-z_][A-Za-z0-9_-]*|\["(?:[^"\\]|\\.)*"\])(?:\.[A-Za-z_][A-Za-z0-9_-]*|\[\d+\]|\["(?:[^"\\]|\\.)*"\])*)$/;
+
+function fieldErrors(response: ApiResponse): Array<[string, string]> {
+  assert.equal(response.status, 422, response.text);
+  assert.equal(response.body.code, 'validation_failed');
+  for (const error of response.body.errors) assert.match(error.field, FIELD_PATH, `${error.field} is not written the one way`);
+  return response.body.errors.map((error: { field: string; code: string }) => [error.field, error.code]);
+}
+
+describe('validation errors, the same in every service (through the gateway)', () => {
+  let stack: Stack;
+  let merchant: TestMerchant;
+
+  before(async function () {
+    this.timeout(90_000);
+    stack = await sharedStack();
+  });
+  beforeEach(async () => {
+    merchant = await createMerchant(stack);
+  });
+
+  const api = (method: string, path: string, body?: unknown, token = merchant.token) => call(stack, method, path, { token, body });
+
+  it('refuses a query parameter no operation of any service declares, naming it, as it refuses an unknown body field', async () => {
+    const product = await api('POST', '/api/v1/products', { sku: 'Q-1', title: 'Query', price: '1.00', currency: 'EUR' });
+    assert.equal(product.status, 201, product.text);
+    const source = await api('POST', '/api/v1/sources', { name: 'Shop', kind: 'storefront' });
+    assert.equal(source.status, 201, source.text);
+    const lists = [
+      '/api/v1/products',
+      '/api/v1/sources',
+      '/api/v1/destinations',
+      '/api/v1/rules',
+      '/api/v1/connections',
+      `/api/v1/sources/${source.body.id}/records`,
+      '/api/v1/api-keys',
+      '/api/v1/apps',
+      '/api/v1/audit',
+      '/api/v1/webhooks/subscriptions',
+      '/api/v1/webhooks/deliveries',
+      '/api/v1/webhooks/dead-letters',
+      '/api/v1/events',
+    ];
+    for (const path of lists) {
+      assert.equal((await api('GET', `${path}?limit=2`)).status, 200, `${path} takes limit`);
+      const refused = await api('GET', `${path}?limit=2&stauts=active`);
+      assert.deepEqual(fieldErrors(refused), [['stauts', 'unknown_parameter']], path);
+      assert.match(refused.body.errors[0].message, /stauts is not a query parameter of [a-z_.]+; it takes limit, cursor/);
+    }
+    // Operations with no query parameters at all refuse any.
+    for (const path of [`/api/v1/products/${product.body.id}`, '/api/v1/merchant', `/api/v1/audit/verify`]) {
+      const refused = await api('GET', `${path}?expand=everything`);
+      assert.deepEqual(fieldErrors(refused), [['expand', 'unknown_parameter']], path);
+    }
+    // A write with an unknown parameter changes nothing.
+    const write = await api('POST', '/api/v1/products?dry_run=true', { sku: 'Q-2', title: 'Query', price: '1.00', currency: 'EUR' });
+    assert.deepEqual(fieldErrors(write), [['dry_run', 'unknown_parameter']]);
+    assert.equal((await api('GET', '/api/v1/products?sku=Q-2')).body.data.length, 0, 'nothing was created');
+    // Odd names are quoted like odd body members.
+    assert.deepEqual(fieldErrors(await api('GET', '/api/v1/products?page%5Bsize%5D=5')), [['["page[size]"]', 'unknown_parameter']]);
+  });
+
+  it('checks credentials and scope before the parameters, and refuses unknown parameters on operator operations too', async () => {
+    assert.equal((await call(stack, 'GET', '/api/v1/products?stauts=x')).status, 401);
+    const narrow = await issueToken(stack, merchant.apiKey, 'merchant:read');
+    assert.equal((await api('GET', '/api/v1/products?stauts=x', undefined, narrow)).status, 403);
+    const operator = { authorization: `Bearer ${stack.operatorToken}` };
+    const throttle = await call(stack, 'GET', `/admin/v1/merchants/${merchant.merchantId}/throttle?verbose=1`, { headers: operator });
+    assert.deepEqual(fieldErrors(throttle), [['verbose', 'unknown_parameter']]);
+    assert.equal((await call(stack, 'GET', `/admin/v1/merchants/${merchant.merchantId}/throttle?verbose=1`)).status, 401);
+    assert.equal((await call(stack, 'GET', `/admin/v1/merchants/${merchant.merchantId}/throttle`, { headers: operator })).status, 200);
+  });
+
+  it('writes field paths one way in every service: positions in brackets, members with dots, odd names quoted', async () => {
+    // oauth: a scope the key may not have
+    const key = await api('POST', '/api/v1/api-keys', { name: 'K', scopes: ['products:read', 'nope:write'], colour: 'red' });
+    assert.deepEqual(fieldErrors(key).sort(), [['colour', 'unknown_field'], ['scopes[1]', 'invalid_scope']]);
+    // oauth, operator: an app's redirect URIs and scopes, an owner's unknown member
+    const operator = { authorization: `Bearer ${stack.operatorToken}` };
+    const app = await call(stack, 'POST', '/admin/v1/apps', { headers: operator, body: { name: 'A', redirect_uris: ['https://ok.example/cb', 'ftp://x'], scopes: ['products:read', 'bad'] } });
+    assert.deepEqual(fieldErrors(app).sort(), [['redirect_uris[1]', 'invalid_redirect_uri'], ['scopes[1]', 'unknown_scope']]);
+    const provisioning = await call(stack, 'POST', '/admin/v1/merchants', { headers: operator, body: { name: 'M', owner: { email: 'x@example.com', 'full name': 'X' } } });
+    assert.deepEqual(fieldErrors(provisioning), [['owner["full name"]', 'unknown_field']]);
+    // catalog: attribute keys
+    const product = await api('POST', '/api/v1/products', { sku: 'P-1', title: 'T', price: '1.00', currency: 'EUR', attributes: { colour: 5, 'size.eu': 40 } });
+    assert.deepEqual(fieldErrors(product).sort(), [['attributes.colour', 'invalid_type'], ['attributes["size.eu"]', 'invalid_type']]);
+    // webhooks: topics
+    const subscription = await api('POST', '/api/v1/webhooks/subscriptions', { url: 'http://127.0.0.1:9/hooks', topics: ['orders', 'nope'] });
+    assert.deepEqual(fieldErrors(subscription), [['topics[1]', 'unknown_topic']]);
+    // merchants: a transform's dotted keys and list positions
+    const rule = await api('POST', '/api/v1/rules', { name: 'R', action: 'transform', transform: { keep: ['a', 'b c'], set: { 'customer.email': 'x', 'customer..email': 1, 'bad key': 1 } } });
+    assert.deepEqual(fieldErrors(rule).sort(), [['transform.keep[1]', 'invalid_format'], ['transform.set["bad key"]', 'invalid_format'], ['transform.set["customer..email"]', 'invalid_format']]);
+  });
+
+  it('names each rejected record\'s fields relative to the record, in the same grammar', async () => {
+    const source = await api('POST', '/api/v1/sources', { name: 'Shop', kind: 'storefront' });
+    const batch = await api('POST', `/api/v1/sources/${source.body.id}/records`, {
+      records: [
+        { type: 'order', external_id: 'O-1', occurred_at: '2026-11-22T10:00:00Z', data: { total: '12.00', line_items: [{ sku: 'A' }, 'B'] } },
+        { type: 'alert', external_id: 'A-1', occurred_at: '2026-11-22T10:00:00Z', data: { severity: 'loud' } },
+      ],
+    });
+    assert.equal(batch.status, 200, batch.text);
+    const fields = batch.body.results.map((result: { errors: Array<{ field: string; code: string }> }) => result.errors.map((error) => [error.field, error.code]).sort());
+    assert.deepEqual(fields, [
+      [['data.line_items[1]', 'invalid_type'], ['data.total', 'invalid_type']],
+      [['data.message', 'required'], ['data.severity', 'invalid_value']],
+    ]);
+    for (const result of batch.body.results) for (const error of result.errors) assert.match(error.field, FIELD_PATH);
+  });
+});
