@@ -32,21 +32,30 @@ const SLOW_JOB: RoutingJob = {
   rules: [forward('rul_slow', 'data.items.exists(x, data.items.exists(y, x + y < 0.0))')],
 };
 
-const TIMED_OUT = { outcome: 'filtered', ruleId: null, reason: 'rule evaluation exceeded 100 ms; the record was not routed' };
+/**
+ * The deadline the tests about deadlines use: far below the slow job's minute, and far above what
+ * a trivial job needs even when a loaded machine makes it wait for a core.
+ */
+const DEADLINE_MS = 1_500;
+const TIMED_OUT = { outcome: 'filtered', ruleId: null, reason: `rule evaluation exceeded ${DEADLINE_MS} ms; the record was not routed` };
 
 describe('RuleRunner', () => {
   let runner: RuleRunner;
   afterEach(() => runner.close());
 
+  // Tests that are not about the deadline give it room: on a loaded machine a trivial job can
+  // wait longer than the default 100 ms for a core, and that would be the machine, not the runner.
+  const UNHURRIED = { timeoutMs: 10_000 };
+
   it('answers as routeThroughRules does in process', async () => {
-    runner = new RuleRunner();
+    runner = new RuleRunner(UNHURRIED);
     assert.equal(runner.workerCount, 0);
     assert.deepEqual(await runner.route(NORMAL_JOB), routeThroughRules(NORMAL_JOB));
     assert.equal(runner.workerCount, 1);
   });
 
   it('answers queued jobs one at a time, each with its own decision', async () => {
-    runner = new RuleRunner();
+    runner = new RuleRunner(UNHURRIED);
     const jobs = ['EUR', 'USD', 'EUR'].map((currency) => ({ ...NORMAL_JOB, record: { ...RECORD, data: { ...RECORD.data, currency } } }));
     const decisions = await Promise.all(jobs.map((job) => runner.route(job)));
     assert.deepEqual(
@@ -56,19 +65,20 @@ describe('RuleRunner', () => {
   });
 
   it('stops a job past its deadline, resolves it as not routed and serves the next job', async () => {
-    runner = new RuleRunner({ timeoutMs: 100 });
+    runner = new RuleRunner({ timeoutMs: DEADLINE_MS });
     await runner.route(NORMAL_JOB); // the worker is up, so the time measured below is the deadline alone
     const started = performance.now();
     const slow = runner.route(SLOW_JOB);
     const next = runner.route(NORMAL_JOB);
     assert.deepEqual(await slow, TIMED_OUT);
-    assert.ok(performance.now() - started < 2_000, `the slow job took ${Math.round(performance.now() - started)} ms`);
+    // Unstopped it would run for close to a minute; 15 s leaves a loaded machine room and still proves the deadline.
+    assert.ok(performance.now() - started < 15_000, `the slow job took ${Math.round(performance.now() - started)} ms`);
     assert.deepEqual(await next, routeThroughRules(NORMAL_JOB));
     assert.equal(runner.workerCount, 1);
   });
 
   it('keeps the deadline for every slow job in a row', async () => {
-    runner = new RuleRunner({ timeoutMs: 100 });
+    runner = new RuleRunner({ timeoutMs: DEADLINE_MS });
     const decisions = await Promise.all([runner.route(SLOW_JOB), runner.route(SLOW_JOB), runner.route(NORMAL_JOB)]);
     assert.deepEqual(decisions, [TIMED_OUT, TIMED_OUT, routeThroughRules(NORMAL_JOB)]);
   });
@@ -77,9 +87,11 @@ describe('RuleRunner', () => {
     runner = new RuleRunner({ timeoutMs: 5_000, poolSize: 2 });
     await Promise.all([runner.route(NORMAL_JOB), runner.route(NORMAL_JOB)]);
     const slow = runner.route(SLOW_JOB);
-    const started = performance.now();
-    assert.deepEqual(await runner.route(NORMAL_JOB), routeThroughRules(NORMAL_JOB));
-    assert.ok(performance.now() - started < 1_000, 'the fast job waited for the slow one');
+    const fast = runner.route(NORMAL_JOB);
+    // The slow job runs for close to a minute (or until its 5 s deadline): whichever settles first tells.
+    const first = await Promise.race([fast.then(() => 'fast'), slow.then(() => 'slow', () => 'slow')]);
+    assert.equal(first, 'fast', 'the fast job waited for the slow one');
+    assert.deepEqual(await fast, routeThroughRules(NORMAL_JOB));
     const slowOutcome = assert.rejects(slow, /closed before the job finished/);
     await runner.close();
     await slowOutcome;
@@ -95,7 +107,7 @@ describe('RuleRunner', () => {
   });
 
   it('rejects a job that cannot be sent to a worker, and goes on', async () => {
-    runner = new RuleRunner();
+    runner = new RuleRunner(UNHURRIED);
     const unsendable = { ...NORMAL_JOB, record: { ...RECORD, data: { callback: () => 1 } } } as unknown as RoutingJob;
     await runner.route(NORMAL_JOB);
     await assert.rejects(runner.route(unsendable), /could not be cloned/);
