@@ -16,11 +16,15 @@ import { grpc } from '@merx/kit';
 import { call, createMerchant, issueToken } from '../src/harness/client.js';
 import { bearer, bidiAll, grpcClients, serverStreamAll } from '../src/harness/grpc.js';
 import type { Stack } from '../src/harness/stack.js';
-import { startDistributedMode, startEmbeddedMode, type RunningMode } from './processes.js';
+import { measureAuditLag } from './audit-lag.js';
+import { startDistributedMode, startWebhookReceiver, type RunningMode } from './processes.js';
+import { ReceiverControl, WEBHOOK_BENCH_ENV } from './webhook-delivery.js';
 
 export interface GrpcBenchDeps {
   started<T extends RunningMode>(start: Promise<T>): Promise<T>;
   progress(text: string): void;
+  /** The same run's REST POST /api/v1/products through the gateway, products/s, when it was measured. */
+  restPostPerSecond?: number;
 }
 
 /** Items per scenario: BENCH_GRPC_ITEMS (default 20,000). */
@@ -33,20 +37,40 @@ const perSecond = (count: number, ms: number) => Math.round((count / ms) * 1000)
  * events), ExportProducts, records/s through IngestRecords, and events/s through StreamEvents
  * reading back what the upsert announced. Returned as notes for the report.
  */
-export async function benchGrpc(name: 'embedded' | 'distributed', deps: GrpcBenchDeps): Promise<string[]> {
+export async function benchGrpc(name: 'distributed', deps: GrpcBenchDeps): Promise<string[]> {
   const env = { MERX_THROTTLE_BULK: '{"sandbox":1000000,"standard":1000000,"scale":1000000}' };
   deps.progress(`${name} mode: gRPC (${items} items)`);
-  const mode = await deps.started(name === 'embedded' ? startEmbeddedMode(env) : startDistributedMode(env));
+  const receiverProcess = await startWebhookReceiver();
+  try {
+    return await upsertExportIngestStream(name, env, receiverProcess.url, deps);
+  } finally {
+    await receiverProcess.stop();
+  }
+}
+
+async function upsertExportIngestStream(name: 'distributed', env: Record<string, string>, receiverUrl: string, deps: GrpcBenchDeps): Promise<string[]> {
+  const mode = await deps.started(startDistributedMode(env, WEBHOOK_BENCH_ENV));
   const stack = { baseUrl: mode.publicUrl, operatorToken: mode.operatorToken, grpcAddress: mode.grpcAddress } as Stack;
   const clients = grpcClients(stack);
   try {
     const token = mode.apiKey ? await issueToken(stack, mode.apiKey) : (await createMerchant(stack)).token;
+    // One subscription to products.created: the webhooks half of "the audit log and webhooks keep up".
+    const receiver = new ReceiverControl(receiverUrl);
+    const subscribed = await call(stack, 'POST', '/api/v1/webhooks/subscriptions', { token, body: { url: `${receiverUrl}/hooks/grpc`, topics: ['products.created'] }, unchecked: true });
+    if (subscribed.status !== 201) throw new Error(`could not subscribe the receiver: ${subscribed.status} ${subscribed.text}`);
+    await receiver.settle();
+    await receiver.reset(0);
     const startTime = new Date();
     const requests = Array.from({ length: items }, (_, index) => create(UpsertProductsRequestSchema, { product: { sku: `bench-grpc-${index}`, title: 'Bench', price: '19.99', currency: 'USD' } }));
     let started = Date.now();
     const upserted = await bidiAll<UpsertProductsResponse>(clients.products, 'UpsertProducts', requests, bearer(token));
     const upsertMs = Date.now() - started;
+    const upsertEnded = new Date();
     if (upserted.some((answer) => answer.result!.outcome !== ProductResult_Outcome.CREATED)) throw new Error('an upserted product was not created');
+
+    // Both followers measured before the next scenario starts, so their figures are the upsert's alone.
+    const audit = await measureAuditLag(mode.databaseUrl, upsertEnded, 300_000);
+    const webhooks = await webhookLag(receiver, items, upsertEnded.getTime());
 
     started = Date.now();
     const exported = await serverStreamAll(clients.products, 'ExportProducts', create(ExportProductsRequestSchema, {}), bearer(token));
@@ -77,13 +101,32 @@ export async function benchGrpc(name: 'embedded' | 'distributed', deps: GrpcBenc
       stream.on('error', (error: grpc.ServiceError) => (error.code === grpc.status.CANCELLED ? undefined : reject(error)));
     });
     const eventsMs = Date.now() - started;
+    const upsertPerSecond = (items / upsertMs) * 1000;
+    const ratio = deps.restPostPerSecond ? ` — ${(upsertPerSecond / deps.restPostPerSecond).toFixed(1)}× the same run's REST POST (${Math.round(deps.restPostPerSecond).toLocaleString('en-US')} products/s)` : '';
     return [
-      `gRPC, ${name}: UpsertProducts ${perSecond(items, upsertMs)} products/s (${items} in ${upsertMs} ms, each answered once committed with its event; target ≥ 10,000); ` +
+      `gRPC, ${name}: UpsertProducts ${perSecond(items, upsertMs)} products/s (${items} in ${upsertMs} ms, each answered once committed with its event; target ≥ 10,000)${ratio}; ` +
         `ExportProducts ${perSecond(exported.length, exportMs)} products/s (target ≥ 50,000); IngestRecords ${perSecond(items, ingestMs)} records/s (target ≥ 5,000); ` +
         `StreamEvents ${perSecond(events, eventsMs)} events/s (the upsert's ${events} products.created, read back from the start of the run, including waiting for them to reach the events store).`,
+      `gRPC upsert, followers: audit wrote ${audit.entries} entries at ${Math.round(audit.entriesPerSecond).toLocaleString('en-US')}/s, lag behind the event p50 ${Math.round(audit.lagP50Ms)} ms, p99 ${Math.round(audit.lagP99Ms)} ms, ` +
+        `caught up ${Math.round(audit.catchUpMs)} ms after the last answer; webhooks delivered ${webhooks.delivered} products.created to one subscription, ` +
+        `event-to-arrival p50 ${webhooks.p50 ?? 'n/a'} ms, p99 ${webhooks.p99 ?? 'n/a'} ms, caught up ${webhooks.catchUpMs} ms after the last answer.`,
     ];
   } finally {
     clients.close();
     await mode.stop();
   }
+}
+
+/** Waits (bounded) until every product's products.created reached the receiver, then reads how late they came. */
+async function webhookLag(receiver: ReceiverControl, expected: number, upsertEndedAt: number): Promise<{ delivered: number; p50: number | null; p99: number | null; catchUpMs: number }> {
+  const deadline = Date.now() + 300_000;
+  let count = await receiver.count();
+  while (count.succeeded < expected) {
+    if (Date.now() > deadline) throw new Error(`webhooks did not catch up: ${count.succeeded} of ${expected} deliveries`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    count = await receiver.count();
+  }
+  const stats = await receiver.stats(0, Number.MAX_SAFE_INTEGER);
+  const latency = stats.window.firstAttempt;
+  return { delivered: count.succeeded, p50: latency.p50 === null ? null : Math.round(latency.p50), p99: latency.p99 === null ? null : Math.round(latency.p99), catchUpMs: Math.max(0, (count.lastArrivalAt ?? upsertEndedAt) - upsertEndedAt) };
 }

@@ -194,7 +194,10 @@ async function main(): Promise<void> {
     if (runsMode) await benchMode(name, results, skipped);
     if (scenarios.has('limiter')) notes.push(await benchLimiter(name, results, { started, measured, progress }));
     // Distributed only: the targets are for it, and on PGlite 20,000 items take minutes.
-    if (scenarios.has('grpc') && name === 'distributed') notes.push(...(await benchGrpc(name, { started, progress })));
+    if (scenarios.has('grpc') && name === 'distributed') {
+      const restPostPerSecond = results.find((result) => result.mode === name && result.name === SCENARIOS.post)?.requestsPerSecond;
+      notes.push(...(await benchGrpc(name, { started, progress, restPostPerSecond })));
+    }
     if (scenarios.has('webhooks')) {
       const delivery = await benchWebhookDelivery(name, settings, { started, track, progress });
       webhooks.push(...delivery.measurements);

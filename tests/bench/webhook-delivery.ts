@@ -250,27 +250,27 @@ const FAIL_PERCENT = 5;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const thousands = (value: number) => Math.round(value).toLocaleString('en-US');
 
-interface ReceiverCount {
+export interface ReceiverCount {
   requests: number;
   firstAttempts: number;
   succeeded: number;
   lastArrivalAt: number | null;
 }
 
-interface LatencySummary {
+export interface LatencySummary {
   count: number;
   p50: number | null;
   p99: number | null;
   max: number | null;
 }
 
-interface ReceiverStats {
+export interface ReceiverStats {
   window: { requests: number; succeeded: number; perSecond: number[]; firstAttempt: LatencySummary; retry: LatencySummary };
   totals: { requests: number; succeeded: number; failedFirstAttempts: number; retries: number; duplicates: number; awaitingRetry: number; unparsable: number };
 }
 
 /** The benchmark's side of the receiver's control endpoints. */
-class ReceiverControl {
+export class ReceiverControl {
   constructor(readonly url: string) {}
 
   async reset(failPercent: number): Promise<void> {
