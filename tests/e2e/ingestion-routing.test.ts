@@ -267,6 +267,42 @@ describe('record ingestion and routing to destinations', () => {
       verified(request, paused.secret);
     });
 
+    it('rotates a destination\'s secret: for the overlap every delivery verifies with either secret', async () => {
+      const erp = await receiver();
+      const source = await created('/api/v1/sources', { name: 'Shop', kind: 'storefront' });
+      const destination = await created('/api/v1/destinations', { name: 'ERP', url: erp.url('/erp') });
+      await created('/api/v1/connections', { source_id: source.id, destination_id: destination.id });
+      await ingest(source.id, [order('BEFORE', {})]);
+      const before = await erp.waitFor((r) => r.json?.data?.object?.external_id === 'BEFORE', 20_000);
+      verified(before, destination.secret);
+      assert.equal(String(before.headers['webhook-signature']).split(' ').length, 1, 'one secret, one signature');
+
+      const rotated = await api('POST', `/api/v1/destinations/${destination.id}/rotate-secret`, { headers: { 'idempotency-key': `rotate-${destination.id}` } });
+      assert.equal(rotated.status, 200, rotated.text);
+      assert.match(rotated.body.secret, /^whsec_/);
+      assert.notEqual(rotated.body.secret, destination.secret);
+      assert.equal(rotated.body.version, 2);
+      assert.equal((await api('GET', `/api/v1/destinations/${destination.id}`)).body.secret, undefined, 'shown in the rotation\'s answer only');
+
+      // The delivery engine has the new secret moments later: from then on both sign every request.
+      let round = 0;
+      const after = await eventually(
+        async () => {
+          const externalId = `AFTER-${round++}`;
+          await ingest(source.id, [order(externalId, {})]);
+          return erp.waitFor((r) => r.json?.data?.object?.external_id === externalId, 20_000);
+        },
+        (request) => String(request.headers['webhook-signature']).split(' ').length === 2,
+        'a delivery signed with both secrets',
+      );
+      const payload = verified(after, rotated.body.secret) as any;
+      assert.equal(payload.topic, 'orders.created');
+      verified(after, destination.secret);
+      assert.throws(() => verified(after, `whsec_${Buffer.alloc(24, 7).toString('base64')}`), 'a third secret does not verify');
+      const { hmac_sha256: claimed, ...fields } = JSON.parse(after.body);
+      assert.equal(createHmac('sha256', Buffer.from(rotated.body.secret.slice(6), 'base64')).update(canonicalJson(fields)).digest('hex'), claimed, 'hmac_sha256 uses the new secret');
+    });
+
     it('keeps one merchant\'s records away from another merchant\'s connections', async () => {
       const erp = await receiver();
       const other = await createMerchant(stack);

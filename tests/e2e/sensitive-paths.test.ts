@@ -65,6 +65,8 @@ describe('sensitive operations cannot step outside their throttle class by case 
     assert.equal(subscription.status, 201, subscription.text);
     const key = await call(stack, 'POST', '/api/v1/api-keys', { token: merchant.token, body: { name: 'Target', scopes: ['products:read'] } });
     assert.equal(key.status, 201, key.text);
+    const destination = await call(stack, 'POST', '/api/v1/destinations', { token: merchant.token, body: { name: 'Target', url: 'http://127.0.0.1:9/erp', status: 'paused' } });
+    assert.equal(destination.status, 201, destination.text);
     const keysBefore = (await call(stack, 'GET', '/api/v1/api-keys?limit=100', { token: merchant.token })).body.data.length;
 
     // One sensitive request a minute, then spend it.
@@ -80,6 +82,7 @@ describe('sensitive operations cannot step outside their throttle class by case 
       { method: 'POST', path: '/api/v1/api-keys', body: { name: 'Sneaked in', scopes: ['products:read'] } },
       { method: 'DELETE', path: `/api/v1/api-keys/${key.body.id}` },
       { method: 'POST', path: `/api/v1/webhooks/subscriptions/${subscription.body.id}/rotate-secret` },
+      { method: 'POST', path: `/api/v1/destinations/${destination.body.id}/rotate-secret` },
       { method: 'POST', path: '/api/v1/sandbox/reset', body: {} },
       { method: 'POST', path: '/api/v1/webhooks/dead-letters/replay', body: {} },
       { method: 'POST', path: '/api/v1/webhooks/dead-letters/del_01jd3k7q8m2x4v6b9c0d1e2f3g/replay', body: {} },
@@ -106,5 +109,7 @@ describe('sensitive operations cannot step outside their throttle class by case 
       [],
       'no secret rotated, no reset, no revocation',
     );
+    const unrotated = await call(stack, 'GET', `/api/v1/destinations/${destination.body.id}`, { token: merchant.token });
+    assert.equal(unrotated.body.version, 1, 'the destination\'s secret was not rotated');
   });
 });

@@ -7,6 +7,7 @@ import path from 'node:path';
 import { createContractValidator } from '@merx/contracts';
 import { canonicalJson } from '@merx/kit';
 import { WebhookReceiver, type ReceivedWebhook } from '@merx/webhooks/testing';
+import pg from 'pg';
 import { Webhook } from 'standardwebhooks';
 import {
   call,
@@ -457,6 +458,36 @@ describe('webhooks end to end, through the gateway', () => {
           assert.equal(all.body.has_more, false);
           assert.ok(all.body.data.every((d: any) => d.attempt_count === 1));
         } finally {
+          await extra.stop();
+        }
+      });
+
+      it('ends a seeded sandbox reset with the seeded destination and without the wiped one while two webhooks processes share the queue', async function () {
+        this.timeout(120_000);
+        const extra = await stack.startExtra('webhooks');
+        const db = new pg.Client({ connectionString: stack.databaseUrl });
+        await db.connect();
+        try {
+          const endpoints = async () =>
+            (await db.query<{ id: string; version: number }>(`SELECT id, version FROM webhooks.endpoints WHERE merchant_id = $1 AND kind = 'destination' ORDER BY id`, [merchant.merchantId])).rows;
+          for (let round = 0; round < 3; round++) {
+            // A destination changed a few times just before the reset: its syncs and its removal race on two replicas.
+            const wiped = await api('POST', '/api/v1/destinations', { body: { name: 'Old ERP', url: 'http://127.0.0.1:9/old', status: 'paused' } });
+            assert.equal(wiped.status, 201, wiped.text);
+            for (let change = 0; change < 3; change++) await api('PATCH', `/api/v1/destinations/${wiped.body.id}`, { body: { name: `Old ERP ${change}` } });
+            const reset = await api('POST', '/api/v1/sandbox/reset', { body: { seed: true } });
+            assert.equal(reset.status, 202, reset.text);
+            await eventually(() => api('GET', `/api/v1/sandbox/resets/${reset.body.id}`), (r) => r.body.status === 'completed', 'the seeded reset', 60_000);
+            const seeded = (await api('GET', '/api/v1/destinations')).body.data;
+            assert.equal(seeded.length, 1);
+            // The end state, with no later change to bring anything back: the seeded endpoint alone (each
+            // round also checks that no destination wiped in an earlier round came back since).
+            await eventually(endpoints, (rows) => rows.length === 1 && rows[0]!.id === seeded[0].id && Number(rows[0]!.version) === 1, 'the engine to hold the seeded destination alone', 30_000);
+            const tombstone = await db.query(`SELECT version FROM webhooks.destination_tombstones WHERE merchant_id = $1 AND id = $2`, [merchant.merchantId, wiped.body.id]);
+            assert.deepEqual(tombstone.rows, [{ version: 5 }], 'created, changed three times, removed by the reset');
+          }
+        } finally {
+          await db.end();
           await extra.stop();
         }
       });

@@ -35,6 +35,7 @@ describe('throttle policy', () => {
       ['POST', '/api/v1/api-keys'],
       ['DELETE', '/api/v1/api-keys/key_1'],
       ['POST', '/api/v1/webhooks/subscriptions/wh_1/rotate-secret'],
+      ['POST', '/api/v1/destinations/dst_1/rotate-secret'],
       ['POST', '/api/v1/sandbox/reset'],
       ['POST', '/api/v1/webhooks/dead-letters/del_1/replay'],
       ['POST', '/api/v1/webhooks/dead-letters/replay'],

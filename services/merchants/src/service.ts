@@ -1,16 +1,17 @@
 import { mountRouter, startGrpcServer, startService, type Bus, type RunningGrpcServer, type Consumer, type Db, type HostResolver, type Logger, type ReadinessCheck, type RunningService, type TokenVerifier, type MigrationMode } from '@merx/kit';
-import { presentResource } from './domain/resource.js';
+import { presentDestinationWithSecret } from './domain/destination.js';
 import { RuleRunner } from './domain/rules/index.js';
 import { consumeMerchantsEvents } from './events/consumer.js';
 import { recordGrpcService } from './grpc/record-service.js';
 import { configurationRoutes } from './routes/configuration.js';
+import { destinationSecretRoutes } from './routes/destination-secrets.js';
 import { merchantRoutes } from './routes/merchant.js';
 import { recordRoutes } from './routes/records.js';
 import { sandboxRoutes } from './routes/sandbox.js';
 import type { MerchantsSettings } from './settings.js';
 import { MERCHANTS_SCHEMA, merchantsMigrations } from './store/migrations.js';
 import { configResourceUseCases } from './usecases/config-resources.js';
-import { engineDisabledDestinations } from './usecases/destination-endpoints.js';
+import { destinationSecretRotation, engineDisabledDestinations } from './usecases/destination-endpoints.js';
 import { merchantProfileUseCases } from './usecases/merchant-profile.js';
 import type { MerchantLookup } from './upstream/oauth-merchants.js';
 import { recordUseCases } from './usecases/records.js';
@@ -78,12 +79,13 @@ export async function startMerchants(deps: MerchantsDeps): Promise<RunningMercha
       mountRouter(
         koa,
         configurationRoutes(
-          { path: 'destinations', topic: 'destinations', presentCreated: (destination) => ({ ...presentResource('destination', destination, ['secret']), secret: destination.fields.secret }) },
+          { path: 'destinations', topic: 'destinations', presentCreated: presentDestinationWithSecret },
           resources.destinations,
           deps.verifier,
           db,
         ),
       );
+      mountRouter(koa, destinationSecretRoutes(destinationSecretRotation({ outbox }), deps.verifier, db));
       mountRouter(koa, configurationRoutes({ path: 'rules', topic: 'rules' }, resources.rules, deps.verifier, db));
       mountRouter(koa, configurationRoutes({ path: 'connections', topic: 'connections' }, resources.connections, deps.verifier, db));
       mountRouter(koa, sandboxRoutes(sandbox, deps.verifier, db));

@@ -74,6 +74,30 @@ for (const { name, embedded } of databases) {
       }
     });
 
+    it('rotates a destination\'s secret: shown once, synced with a new version, announced without it', async () => {
+      const api = await harness().merchant();
+      const created = await api.post('/api/v1/destinations', { name: 'ERP', url: 'https://erp.example.com/in' });
+      const rotated = await api.post(`/api/v1/destinations/${created.body.id}/rotate-secret`, undefined, { 'idempotency-key': 'rotate-1' });
+      assert.equal(rotated.status, 200, rotated.text);
+      assert.match(rotated.body.secret, /^whsec_/);
+      assert.notEqual(rotated.body.secret, created.body.secret);
+      assert.equal(rotated.body.version, 2);
+      assert.equal(rotated.headers.get('etag'), '"v2"');
+      const replayed = await api.post(`/api/v1/destinations/${created.body.id}/rotate-secret`, undefined, { 'idempotency-key': 'rotate-1' });
+      assert.equal(replayed.body.secret, rotated.body.secret, 'a repeated Idempotency-Key replays the first answer, rotating once');
+      assert.ok(!(await api.get(`/api/v1/destinations/${created.body.id}`)).text.includes(rotated.body.secret));
+
+      const events = await api.events();
+      assert.deepEqual(events.map((event) => event.topic), ['destinations.created', 'internal.destination_synced', 'destinations.updated', 'internal.destination_synced']);
+      assert.deepEqual(events[3]!.data.object, { ...events[1]!.data.object, secret: rotated.body.secret, version: 2 });
+      assert.deepEqual(events[2]!.data.previous, {});
+      assert.ok(!JSON.stringify(events[2]).includes('whsec_'), 'the public event never carries a secret');
+
+      assert.equal((await api.post('/api/v1/destinations/dst_01jd3k7q8m2x4v6b9c0d1e2f3g/rotate-secret')).status, 404);
+      const other = await harness().merchant();
+      assert.equal((await other.post(`/api/v1/destinations/${created.body.id}/rotate-secret`)).status, 404, 'another merchant\'s destination is not found');
+    });
+
     it('holds destination URLs to the delivery engine policy: https for live merchants, never a private address', async () => {
       const live = await harness().merchant({ mode: 'live' });
       const sandbox = await harness().merchant();

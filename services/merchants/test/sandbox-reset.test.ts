@@ -56,8 +56,12 @@ for (const { name, embedded } of databases) {
       await configure(api);
       await configure(neighbour);
 
+      const [wiped] = (await api.get('/api/v1/destinations')).body.data;
       const { response, resetEvent } = await requestReset(api, {});
       const reset = response.body;
+      // The delivery engine drops the wiped destination by its removal, whose version outranks every sync before it.
+      assert.deepEqual((await api.events('internal.destination_removed')).map((event) => event.data.object), [{ id: wiped.id, object: 'destination_endpoint', version: wiped.version + 1 }]);
+      assert.equal((await neighbour.events('internal.destination_removed')).length, 0);
       assert.equal(response.headers.get('location'), `/api/v1/sandbox/resets/${reset.id}`);
       assert.deepEqual([reset.status, reset.seed, reset.completed_at], ['running', false, null]);
       assert.deepEqual(reset.services.map((s: { service: string; status: string }) => `${s.service}:${s.status}`), ['catalog:pending', 'merchants:pending', 'webhooks:pending']);

@@ -6,6 +6,7 @@ import { DeliveryWorker } from './engine/worker.js';
 import { eventGrpcService } from './grpc/event-service.js';
 import { eventRoutes, webhookRoutes } from './routes/webhooks.js';
 import type { WebhookSettings } from './settings.js';
+import { purgeTombstones } from './store/destinations-store.js';
 import { purgeExpiredEvents } from './store/events-store.js';
 import { WEBHOOKS_SCHEMA, webhooksMigrations } from './store/migrations.js';
 import { deliveryUseCases } from './usecases/deliveries.js';
@@ -88,6 +89,11 @@ export async function startWebhooks(deps: WebhooksDeps): Promise<RunningWebhooks
       {
         name: 'expired events and deliveries',
         run: () => db.transaction((tx) => purgeExpiredEvents(tx, new Date(now().getTime() - settings.eventRetentionDays * 86_400_000))),
+      },
+      {
+        // Kept as long as the inbox remembers a message: a sync older than that would be taken as new anyway.
+        name: 'destination tombstones',
+        run: () => db.transaction((tx) => purgeTombstones(tx, new Date(now().getTime() - settings.eventRetentionDays * 86_400_000))),
       },
     ],
   });

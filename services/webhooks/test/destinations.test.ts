@@ -320,8 +320,12 @@ for (const embedded of [false, true]) {
       assert.deepEqual(report.context, resetEvent.context, 'the report answers the reset\'s request');
       assert.deepEqual(
         { id: report.data.object.id, service: report.data.object.service, removed: report.data.object.removed, seeded: report.data.object.seeded },
-        { id: reset.id, service: 'webhooks', removed: { subscriptions: 1, destinations: 1, deliveries: 3, events: 2 }, seeded: {} },
+        { id: reset.id, service: 'webhooks', removed: { subscriptions: 1, deliveries: 1, events: 2 }, seeded: {} },
       );
+      // Destinations are the merchants service's: it removes each one it wipes, with its version.
+      assert.equal((await api.get(`/api/v1/webhooks/deliveries?destination_id=${ours.destination.id}`)).body.data.length, 2, 'the reset itself leaves destinations to their removal');
+      await harness.publish(api.merchantId, 'internal.destination_removed', { id: ours.destination.id, object: 'destination_endpoint', version: 2 });
+      await api.listWhen('/api/v1/webhooks/deliveries', (items) => items.length === 0);
       release.forEach((resolve) => resolve());
       await until(() => harness.webhooks.worker.deliveriesInFlight === 0 || undefined, 'the held attempt to finish');
 

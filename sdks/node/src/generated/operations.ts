@@ -37,6 +37,7 @@ export const OPERATIONS: readonly OperationEntry[] = [
   { operationId: 'destinations.retrieve', method: 'GET', path: '/api/v1/destinations/{id}', client: 'Merx', call: 'destinations.retrieve', pathParams: ['id'], params: null, list: false },
   { operationId: 'destinations.update', method: 'PATCH', path: '/api/v1/destinations/{id}', client: 'Merx', call: 'destinations.update', pathParams: ['id'], params: 'body', list: false },
   { operationId: 'destinations.delete', method: 'DELETE', path: '/api/v1/destinations/{id}', client: 'Merx', call: 'destinations.delete', pathParams: ['id'], params: null, list: false },
+  { operationId: 'destinations.rotate_secret', method: 'POST', path: '/api/v1/destinations/{id}/rotate-secret', client: 'Merx', call: 'destinations.rotateSecret', pathParams: ['id'], params: null, list: false },
   { operationId: 'rules.list', method: 'GET', path: '/api/v1/rules', client: 'Merx', call: 'rules.list', pathParams: [], params: 'query', list: true },
   { operationId: 'rules.create', method: 'POST', path: '/api/v1/rules', client: 'Merx', call: 'rules.create', pathParams: [], params: 'body', list: false },
   { operationId: 'rules.retrieve', method: 'GET', path: '/api/v1/rules/{id}', client: 'Merx', call: 'rules.retrieve', pathParams: ['id'], params: null, list: false },

@@ -203,7 +203,7 @@ export class SourcesResource extends APIResource {
   }
 }
 
-/** `destinations`: list, create, retrieve, update, delete */
+/** `destinations`: list, create, retrieve, update, delete, rotateSecret */
 export class DestinationsResource extends APIResource {
   /**
    * List destinations
@@ -268,6 +268,22 @@ export class DestinationsResource extends APIResource {
    */
   delete(id: string, options?: RequestOptions): Promise<void> {
     return this.requestor.none({ method: 'DELETE', path: `/api/v1/destinations/${encodeURIComponent(id)}`, options });
+  }
+
+  /**
+   * Rotate a destination's signing secret
+   * Generates a new signing secret, returned in `secret` in this response only, and increments
+   * `version`. The delivery engine signs with the new secret as soon as it has the change (moments
+   * later) and, for 24 h from then, with the previous one too: every request carries two
+   * `webhook-signature` entries (and a `webhook` destination's `hmac_sha256` uses the new secret), so a
+   * receiver can switch without losing a delivery. Emits `destinations.updated` (without the secret;
+   * `previous` is empty). Counts in the `sensitive` throttle class.
+   * Requires the scope `config:write`.
+   *
+   * `POST /api/v1/destinations/{id}/rotate-secret` (destinations.rotate_secret)
+   */
+  rotateSecret(id: string, options?: RequestOptions): Promise<WithResponse<T.DestinationWithSecret>> {
+    return this.requestor.json<WithResponse<T.DestinationWithSecret>>({ method: 'POST', path: `/api/v1/destinations/${encodeURIComponent(id)}/rotate-secret`, options });
   }
 }
 

@@ -13,7 +13,7 @@ use Merx\Core\RequestOptions;
 use Merx\Core\Requestor;
 use Merx\Core\Resource;
 
-/** `destinations`: list, create, retrieve, update, delete */
+/** `destinations`: list, create, retrieve, update, delete, rotateSecret */
 final class Destinations extends Resource
 {
     /**
@@ -106,5 +106,26 @@ final class Destinations extends Resource
     public function delete(string $id, RequestOptions|array|null $options = null): NoContent
     {
         return $this->requestor->request('DELETE', Query::path('/api/v1/destinations/{id}', id: $id), options: $options)->noContent();
+    }
+
+    /**
+     * Rotate a destination's signing secret
+     * Generates a new signing secret, returned in `secret` in this response only, and increments
+     * `version`. The delivery engine signs with the new secret as soon as it has the change (moments
+     * later) and, for 24 h from then, with the previous one too: every request carries two
+     * `webhook-signature` entries (and a `webhook` destination's `hmac_sha256` uses the new secret), so a
+     * receiver can switch without losing a delivery. Emits `destinations.updated` (without the secret;
+     * `previous` is empty). Counts in the `sensitive` throttle class.
+     * Requires the scope `config:write`.
+     *
+     * `POST /api/v1/destinations/{id}/rotate-secret` (destinations.rotate_secret)
+     *
+     * @param string $id the `id` of the path
+     * @param RequestOptions|array{idempotency_key?: string, if_match?: string, timeout?: float|int, max_retries?: int, headers?: array<string, string>}|null $options
+     * @throws \Merx\Exception\MerxError
+     */
+    public function rotateSecret(string $id, RequestOptions|array|null $options = null): \Merx\Models\DestinationWithSecret
+    {
+        return $this->requestor->request('POST', Query::path('/api/v1/destinations/{id}/rotate-secret', id: $id), options: $options)->model(\Merx\Models\DestinationWithSecret::class);
     }
 }

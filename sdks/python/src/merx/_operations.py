@@ -44,6 +44,7 @@ OPERATIONS: Tuple[Operation, ...] = (
     Operation("destinations.retrieve", "GET", "/api/v1/destinations/{id}", ("destinations", "retrieve"), "oauth2"),
     Operation("destinations.update", "PATCH", "/api/v1/destinations/{id}", ("destinations", "update"), "oauth2"),
     Operation("destinations.delete", "DELETE", "/api/v1/destinations/{id}", ("destinations", "delete"), "oauth2"),
+    Operation("destinations.rotate_secret", "POST", "/api/v1/destinations/{id}/rotate-secret", ("destinations", "rotate_secret"), "oauth2"),
     Operation("rules.create", "POST", "/api/v1/rules", ("rules", "create"), "oauth2"),
     Operation("rules.list", "GET", "/api/v1/rules", ("rules", "list"), "oauth2"),
     Operation("rules.retrieve", "GET", "/api/v1/rules/{id}", ("rules", "retrieve"), "oauth2"),

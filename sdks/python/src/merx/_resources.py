@@ -1693,6 +1693,42 @@ class DestinationsResource(SyncResource):
             ),
         )
 
+    def rotate_secret(
+        self,
+        id: str,
+        /,
+        *,
+        idempotency_key: Optional[str] = None,
+        extra_headers: Optional[Mapping[str, str]] = None,
+        timeout: Union[TimeoutLike, NotGiven] = NOT_GIVEN,
+        max_retries: Union[int, NotGiven] = NOT_GIVEN,
+    ) -> DestinationWithSecret:
+        """Rotate a destination's signing secret
+
+        Generates a new signing secret, returned in `secret` in this response only, and increments
+        `version`. The delivery engine signs with the new secret as soon as it has the change
+        (moments later) and, for 24 h from then, with the previous one too: every request carries
+        two `webhook-signature` entries (and a `webhook` destination's `hmac_sha256` uses the new
+        secret), so a receiver can switch without losing a delivery. Emits `destinations.updated`
+        (without the secret; `previous` is empty). Counts in the `sensitive` throttle class.
+
+        Requires the scope `config:write`.
+        """
+        return self._client._request_model(
+            DestinationWithSecret,
+            self._client._prepare(
+                "POST",
+                fill_path("/api/v1/destinations/{id}/rotate-secret", id=id),
+                auth="oauth2",
+                options=RequestOptions(
+                    idempotency_key=idempotency_key,
+                    extra_headers=extra_headers,
+                    timeout=timeout,
+                    max_retries=max_retries,
+                ),
+            ),
+        )
+
 
 class RulesResource(SyncResource):
     """A condition and an action on records. The condition is a CEL expression of type bool over
@@ -4969,6 +5005,42 @@ class AsyncDestinationsResource(AsyncResource):
                 auth="oauth2",
                 options=RequestOptions(
                     if_match=if_match,
+                    extra_headers=extra_headers,
+                    timeout=timeout,
+                    max_retries=max_retries,
+                ),
+            ),
+        )
+
+    async def rotate_secret(
+        self,
+        id: str,
+        /,
+        *,
+        idempotency_key: Optional[str] = None,
+        extra_headers: Optional[Mapping[str, str]] = None,
+        timeout: Union[TimeoutLike, NotGiven] = NOT_GIVEN,
+        max_retries: Union[int, NotGiven] = NOT_GIVEN,
+    ) -> DestinationWithSecret:
+        """Rotate a destination's signing secret
+
+        Generates a new signing secret, returned in `secret` in this response only, and increments
+        `version`. The delivery engine signs with the new secret as soon as it has the change
+        (moments later) and, for 24 h from then, with the previous one too: every request carries
+        two `webhook-signature` entries (and a `webhook` destination's `hmac_sha256` uses the new
+        secret), so a receiver can switch without losing a delivery. Emits `destinations.updated`
+        (without the secret; `previous` is empty). Counts in the `sensitive` throttle class.
+
+        Requires the scope `config:write`.
+        """
+        return await self._client._request_model(
+            DestinationWithSecret,
+            self._client._prepare(
+                "POST",
+                fill_path("/api/v1/destinations/{id}/rotate-secret", id=id),
+                auth="oauth2",
+                options=RequestOptions(
+                    idempotency_key=idempotency_key,
                     extra_headers=extra_headers,
                     timeout=timeout,
                     max_retries=max_retries,

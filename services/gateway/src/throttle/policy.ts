@@ -64,6 +64,7 @@ export const SENSITIVE_OPERATIONS: ReadonlyArray<{ method: string; path: RegExp;
   { method: 'POST', path: /^\/api\/v1\/api-keys\/?$/, what: 'API key creation' },
   { method: 'DELETE', path: /^\/api\/v1\/api-keys\/[^/]+\/?$/, what: 'API key revocation' },
   { method: 'POST', path: /^\/api\/v1\/webhooks\/subscriptions\/[^/]+\/rotate-secret\/?$/, what: 'webhook secret rotation' },
+  { method: 'POST', path: /^\/api\/v1\/destinations\/[^/]+\/rotate-secret\/?$/, what: 'destination secret rotation' },
   { method: 'POST', path: /^\/api\/v1\/sandbox\/reset\/?$/, what: 'sandbox reset' },
   { method: 'POST', path: /^\/api\/v1\/webhooks\/dead-letters\/(?:[^/]+\/)?replay\/?$/, what: 'dead-letter replay' },
 ];

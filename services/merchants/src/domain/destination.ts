@@ -1,6 +1,6 @@
 import { destinationKinds, destinationStatuses, type destinationDisabledReasons } from '@merx/contracts';
 import { bodyObject, FieldChecks, nonEmptyChanges, type Body } from './field-checks.js';
-import type { Resource } from './resource.js';
+import { presentResource, type Resource } from './resource.js';
 
 export type DestinationKind = (typeof destinationKinds)[number];
 export type DestinationStatus = (typeof destinationStatuses)[number];
@@ -53,4 +53,9 @@ export function validateDestinationChanges(input: unknown): { changes: Partial<D
 /** The merchant's own status changes say why a destination is off; switching it on clears the reason. */
 export function reasonForStatus(status: DestinationStatus): DestinationDisabledReason | null {
   return status === 'disabled' ? 'by_merchant' : null;
+}
+
+/** A destination as its creation and a secret rotation answer: the only times its secret is shown. */
+export function presentDestinationWithSecret(destination: Destination) {
+  return { ...presentResource('destination', destination, ['secret']), secret: destination.fields.secret };
 }

@@ -49,16 +49,25 @@ export async function saveResetProgressForMerchant(tx: Queryable, merchantId: Me
   ]);
 }
 
+/** A destination a reset wiped, at the version its removal carries to the delivery engine. */
+export interface WipedDestination {
+  id: string;
+  version: number;
+}
+
 /**
  * Everything this service holds of a merchant's configuration and data, children first (the
- * connections' foreign keys). Answers how many of each went. The merchant row and the resets
+ * connections' foreign keys). Answers how many of each went, and which destinations (their
+ * endpoints in the delivery engine go by one removal each). The merchant row and the resets
  * themselves stay: a reset wipes data, not the account or the record of the reset.
  */
-export async function wipeMerchantData(tx: Queryable, merchantId: MerchantId): Promise<Record<string, number>> {
+export async function wipeMerchantData(tx: Queryable, merchantId: MerchantId): Promise<{ removed: Record<string, number>; destinations: WipedDestination[] }> {
   const removed: Record<string, number> = {};
+  let destinations: WipedDestination[] = [];
   for (const table of ['routings', 'records', 'connections', 'rules', 'destinations', 'sources']) {
-    const result = await tx.query(`DELETE FROM ${MERCHANTS_SCHEMA}.${table} WHERE merchant_id = $1`, [merchantId]);
+    const result = await tx.query<WipedDestination>(`DELETE FROM ${MERCHANTS_SCHEMA}.${table} WHERE merchant_id = $1${table === 'destinations' ? ' RETURNING id, version' : ''}`, [merchantId]);
+    if (table === 'destinations') destinations = result.rows.map((row) => ({ id: row.id, version: Number(row.version) }));
     if (table !== 'routings') removed[table] = result.rowCount ?? 0;
   }
-  return removed;
+  return { removed, destinations };
 }

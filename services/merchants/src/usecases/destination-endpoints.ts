@@ -1,4 +1,4 @@
-import { buildEvent, recordInInbox, trustedMerchantId, type MerxEvent, type Outbox } from '@merx/kit';
+import { buildEvent, generateSigningSecret, NotFound, recordInInbox, trustedMerchantId, type MerchantId, type MerxEvent, type Outbox } from '@merx/kit';
 import type { Destination, DestinationFields } from '../domain/destination.js';
 import { presentResource, previousFields } from '../domain/resource.js';
 import { MERCHANTS_SCHEMA } from '../store/migrations.js';
@@ -21,6 +21,14 @@ export function destinationEndpointOf(destination: Destination) {
 }
 
 /**
+ * `internal.destination_removed` of a destination deleted at `version` (its last): the removal
+ * carries the next one, newer than every sync sent before it, so the engine's tombstone outranks them.
+ */
+export function destinationRemovedEvent(merchantId: string, destination: { id: string; version: number }) {
+  return buildEvent('internal.destination_removed', merchantId, { object: { id: destination.id, object: 'destination_endpoint' as const, version: destination.version + 1 } });
+}
+
+/**
  * The delivery engine switched a destination off (410 Gone, or failing through a whole retry
  * window): the destination says so, like any change, with destinations.updated. Once per message.
  */
@@ -36,6 +44,25 @@ export function engineDisabledDestinations({ outbox, now = () => new Date() }: {
       const updated = await updateResourceForMerchant(tx, DESTINATIONS, merchantId, id, changes, now());
       emit(buildEvent('destinations.updated', merchantId, { object: presentResource('destination', updated, ['secret']), previous: previousFields(current.fields, changes) }));
       emit(buildEvent('internal.destination_synced', merchantId, { object: destinationEndpointOf(updated) }));
+    });
+  };
+}
+
+/**
+ * A new signing secret for a destination (`POST /api/v1/destinations/{id}/rotate-secret`). Like
+ * any change it bumps the version and is synced to the delivery engine, which signs with both the
+ * new secret and the one it replaces for its overlap (24 h), as after a subscription's rotation.
+ * `destinations.updated` says it happened without saying the secret (`previous` is empty).
+ */
+export function destinationSecretRotation({ outbox, now = () => new Date() }: { outbox: Outbox; now?: () => Date }) {
+  return async function rotateSecret(merchantId: MerchantId, id: string): Promise<Destination> {
+    return outbox.transaction(async (tx, emit) => {
+      const current = await findResourceForMerchant<DestinationFields>(tx, DESTINATIONS, merchantId, id, 'update');
+      if (!current) throw new NotFound('destination', id);
+      const updated = await updateResourceForMerchant(tx, DESTINATIONS, merchantId, id, { secret: generateSigningSecret() }, now());
+      emit(buildEvent('destinations.updated', merchantId, { object: presentResource('destination', updated, ['secret']), previous: {} }));
+      emit(buildEvent('internal.destination_synced', merchantId, { object: destinationEndpointOf(updated) }));
+      return updated;
     });
   };
 }

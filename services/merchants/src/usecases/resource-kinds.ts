@@ -16,7 +16,7 @@ import type { Resource } from '../domain/resource.js';
 import { findResourceForMerchant, findResourcesForMerchant, type Condition } from '../store/resource-table.js';
 import { CONNECTIONS, connectionsUsingForMerchant, DESTINATIONS, RULES, SOURCES } from '../store/tables.js';
 import type { ResourceKind, Requester } from './config-resources.js';
-import { destinationEndpointOf } from './destination-endpoints.js';
+import { destinationEndpointOf, destinationRemovedEvent } from './destination-endpoints.js';
 
 /** An enum filter of a list: absent, or one of the allowed values (anything else is a 422, never an empty list). */
 function enumFilter(query: Record<string, unknown>, name: string, allowed: readonly string[], errors: FieldError[]): Condition[] {
@@ -107,7 +107,7 @@ export function destinationKind(policy: DestinationPolicy): ResourceKind<Destina
       emit(buildEvent('internal.destination_synced', destination.merchantId, { object: destinationEndpointOf(destination) }));
     },
     afterDelete(emit, destination) {
-      emit(buildEvent('internal.destination_removed', destination.merchantId, { object: { id: destination.id, object: 'destination_endpoint', version: destination.version + 1 } }));
+      emit(destinationRemovedEvent(destination.merchantId, destination));
     },
   };
 }

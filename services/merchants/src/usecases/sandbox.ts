@@ -6,6 +6,7 @@ import { newReset, presentReset, validateResetRequest, withReport, type ResetSer
 import type { SourceFields } from '../domain/source.js';
 import { generateSigningSecret } from '@merx/kit';
 import { MERCHANTS_SCHEMA } from '../store/migrations.js';
+import { destinationRemovedEvent } from './destination-endpoints.js';
 import { findResetForMerchant, insertResetForMerchant, saveResetProgressForMerchant, wipeMerchantData } from '../store/resets-store.js';
 import type { ConfigResourceUseCases, Requester } from './config-resources.js';
 
@@ -80,7 +81,11 @@ export function sandboxUseCases({ db, outbox, resources, now = () => new Date() 
       const { id, seed } = event.data.object as { id: string; seed: boolean };
       await outbox.transaction(async (tx, emit) => {
         if (!(await recordInInbox(tx, MERCHANTS_SCHEMA, SANDBOX_RESET_CONSUMER, event))) return;
-        const removed = await wipeMerchantData(tx, merchantId);
+        const { removed, destinations } = await wipeMerchantData(tx, merchantId);
+        // Each wiped destination is removed from the delivery engine like a deleted one, with a
+        // version its earlier syncs cannot beat, so no replica brings it back and none wipes
+        // the destinations seeded below, whatever order the replicas handle these messages in.
+        for (const destination of destinations) emit(destinationRemovedEvent(merchantId, destination));
         const seeded = seed ? await seedConfiguration(tx, emit, merchantId, resources) : {};
         emit(buildEvent('internal.sandbox_service_reset', merchantId, { object: { id, object: 'sandbox_service_reset', service: 'merchants', removed, seeded, completed_at: now().toISOString() } }));
       });

@@ -50,14 +50,23 @@ export interface RoutedRecord {
 }
 
 /**
- * The endpoint after a sync, or undefined when the sync is not newer than what is held (messages
- * may arrive out of order or twice). Only `active` destinations are sent to: paused and disabled
+ * The endpoint after a sync, or undefined when the sync is not newer than what is held or than the
+ * removal that left a tombstone (`removedAtVersion`): messages may arrive out of order or twice,
+ * across replicas, and a sync that overtook its destination's removal must not bring it back. Only `active` destinations are sent to: paused and disabled
  * ones keep their deliveries waiting. Becoming active again restarts the failure clock, as a
  * merchant re-enabling a subscription does; a new secret signs at once while the old one keeps
  * signing for the overlap, as a subscription's rotation does.
  */
-export function destinationAfterSync(current: DestinationEndpoint | undefined, sync: DestinationSync, merchantId: string, overlapMs: number, now: Date): DestinationEndpoint | undefined {
+export function destinationAfterSync(
+  current: DestinationEndpoint | undefined,
+  removedAtVersion: number | undefined,
+  sync: DestinationSync,
+  merchantId: string,
+  overlapMs: number,
+  now: Date,
+): DestinationEndpoint | undefined {
   if (current && sync.version <= current.version) return undefined;
+  if (removedAtVersion !== undefined && sync.version <= removedAtVersion) return undefined;
   const status: EndpointStatus = sync.status === 'active' ? 'enabled' : 'disabled';
   if (!current) {
     return {
@@ -98,4 +107,9 @@ export function destinationAfterSync(current: DestinationEndpoint | undefined, s
 /** Whether waiting deliveries may now go out: the endpoint is new and active, or active again. */
 export function becameSendable(before: DestinationEndpoint | undefined, after: DestinationEndpoint): boolean {
   return after.status === 'enabled' && before?.status !== 'enabled';
+}
+
+/** Whether a removal takes the held endpoint away: only one older than the removal (versions only grow). */
+export function removalApplies(current: DestinationEndpoint | undefined, removal: DestinationRemoval): boolean {
+  return current !== undefined && current.version < removal.version;
 }

@@ -1,6 +1,7 @@
 import type { MerchantId, Queryable } from '@merx/kit';
 import type { DestinationEndpoint } from '../domain/destination.js';
 import type { DeliveryFormat, DisabledReason } from '../domain/endpoint.js';
+import { WEBHOOKS_SCHEMA } from './migrations.js';
 import { COMMON_ENDPOINT_COLUMNS, commonEndpointFields, ENDPOINTS, type CommonEndpointRow } from './endpoints-store.js';
 
 /** Destinations are the endpoints of kind `destination`, kept as the merchants service syncs them. */
@@ -65,4 +66,26 @@ export async function disableDestinationForMerchant(tx: Queryable, merchantId: M
 
 export async function deleteDestinationForMerchant(tx: Queryable, merchantId: MerchantId, id: string): Promise<void> {
   await tx.query(`DELETE FROM ${ENDPOINTS} WHERE merchant_id = $1 AND id = $2 AND ${DESTINATION}`, [merchantId, id]);
+}
+
+const TOMBSTONES = `${WEBHOOKS_SCHEMA}.destination_tombstones`;
+
+/** The version a removed destination was removed at, if it was (and the tombstone is not purged yet). */
+export async function findTombstoneVersionForMerchant(db: Queryable, merchantId: MerchantId, id: string): Promise<number | undefined> {
+  const { rows } = await db.query<{ version: number }>(`SELECT version FROM ${TOMBSTONES} WHERE merchant_id = $1 AND id = $2`, [merchantId, id]);
+  return rows[0]?.version;
+}
+
+/** Records a removal; a second removal keeps the newer version. */
+export async function saveTombstoneForMerchant(tx: Queryable, merchantId: MerchantId, id: string, version: number, now: Date): Promise<void> {
+  await tx.query(
+    `INSERT INTO ${TOMBSTONES} (merchant_id, id, version, removed_at) VALUES ($1, $2, $3, $4)
+     ON CONFLICT (merchant_id, id) DO UPDATE SET version = GREATEST(${TOMBSTONES}.version, EXCLUDED.version), removed_at = EXCLUDED.removed_at`,
+    [merchantId, id, version, now],
+  );
+}
+
+/** Tombstones older than the inbox's memory: a message that old would be taken as new anyway. */
+export async function purgeTombstones(tx: Queryable, before: Date): Promise<void> {
+  await tx.query(`DELETE FROM ${TOMBSTONES} WHERE removed_at < $1`, [before]);
 }

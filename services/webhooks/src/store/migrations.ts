@@ -131,4 +131,20 @@ export const webhooksMigrations: Migration[] = [
     transaction: false,
     sql: `CREATE INDEX CONCURRENTLY IF NOT EXISTS events_by_arrival ON {{schema}}.events (merchant_id, received_at)`,
   },
+  {
+    id: '003_destination_tombstones',
+    // A removed destination leaves its removal's version behind, so a sync that overtook the
+    // removal (another replica, a redelivery) is recognised as older and never recreates it.
+    // Purged with the inbox, after which a redelivered message would not be recognised anyway.
+    sql: `
+      CREATE TABLE {{schema}}.destination_tombstones (
+        merchant_id text NOT NULL,
+        id text NOT NULL,
+        version integer NOT NULL,
+        removed_at timestamptz NOT NULL,
+        PRIMARY KEY (merchant_id, id)
+      );
+      CREATE INDEX destination_tombstones_by_age ON {{schema}}.destination_tombstones (removed_at);
+    `,
+  },
 ];

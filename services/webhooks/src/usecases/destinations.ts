@@ -1,7 +1,13 @@
 import { newId, type MerchantId, type Queryable } from '@merx/kit';
-import { becameSendable, destinationAfterSync, type DestinationRemoval, type DestinationSync, type RoutedRecord } from '../domain/destination.js';
+import { becameSendable, destinationAfterSync, removalApplies, type DestinationRemoval, type DestinationSync, type RoutedRecord } from '../domain/destination.js';
 import { deleteDeliveriesOfEndpoint, type NewDelivery } from '../store/deliveries-store.js';
-import { deleteDestinationForMerchant, findDestinationForMerchant, saveDestinationForMerchant } from '../store/destinations-store.js';
+import {
+  deleteDestinationForMerchant,
+  findDestinationForMerchant,
+  findTombstoneVersionForMerchant,
+  saveDestinationForMerchant,
+  saveTombstoneForMerchant,
+} from '../store/destinations-store.js';
 import { scheduleWaitingDeliveries } from '../store/endpoints-store.js';
 
 /**
@@ -17,16 +23,30 @@ import { scheduleWaitingDeliveries } from '../store/endpoints-store.js';
  */
 export async function syncDestination(tx: Queryable, merchantId: MerchantId, sync: DestinationSync, secretOverlapMs: number, now: Date): Promise<boolean> {
   const current = await findDestinationForMerchant(tx, merchantId, sync.id);
-  const next = destinationAfterSync(current, sync, merchantId, secretOverlapMs, now);
+  const removedAtVersion = current ? undefined : await findTombstoneVersionForMerchant(tx, merchantId, sync.id);
+  const next = destinationAfterSync(current, removedAtVersion, sync, merchantId, secretOverlapMs, now);
   if (!next) return false;
   await saveDestinationForMerchant(tx, merchantId, next);
   return becameSendable(current, next) && (await scheduleWaitingDeliveries(tx, merchantId, sync.id));
 }
 
-/** Applies `internal.destination_removed`: the endpoint goes with its log and dead letters, as a deleted subscription's do. */
-export async function removeDestination(tx: Queryable, merchantId: MerchantId, removal: DestinationRemoval): Promise<void> {
+/**
+ * Applies `internal.destination_removed`: the endpoint goes with its log and dead letters, as a
+ * deleted subscription's do, and a tombstone keeps the removal's version, so a sync that overtook
+ * it (handled later by this or another replica) is seen to be older and changes nothing. A removal
+ * that arrives before the destination's first sync leaves the tombstone alone, which is enough.
+ */
+export async function removeDestination(tx: Queryable, merchantId: MerchantId, removal: DestinationRemoval, now: Date): Promise<void> {
+  const current = await findDestinationForMerchant(tx, merchantId, removal.id);
+  await saveTombstoneForMerchant(tx, merchantId, removal.id, removal.version, now);
+  if (current && !removalApplies(current, removal)) return;
   await deleteDeliveriesOfEndpoint(tx, merchantId, removal.id);
   await deleteDestinationForMerchant(tx, merchantId, removal.id);
+}
+
+/** Whether a destination was removed: a record routed to it after its removal has nowhere to go. */
+export async function destinationRemoved(tx: Queryable, merchantId: MerchantId, id: string): Promise<boolean> {
+  return (await findTombstoneVersionForMerchant(tx, merchantId, id)) !== undefined;
 }
 
 /**

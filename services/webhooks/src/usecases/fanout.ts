@@ -9,7 +9,7 @@ import { lockEndpointsOfBatch } from '../store/endpoints-store.js';
 import { insertEvents } from '../store/events-store.js';
 import { WEBHOOKS_SCHEMA } from '../store/migrations.js';
 import { enabledSubscriptionsOfMerchants } from '../store/subscriptions-store.js';
-import { removeDestination, routedRecordDelivery, syncDestination } from './destinations.js';
+import { destinationRemoved, removeDestination, routedRecordDelivery, syncDestination } from './destinations.js';
 import { resetSandbox } from './sandbox-reset.js';
 
 export const FANOUT_CONSUMER = 'webhooks.fanout';
@@ -38,7 +38,8 @@ const CONSUMED_INTERNAL = new Set(['internal.destination_synced', 'internal.dest
  * Turns messages from the bus into what the delivery engine sends. Events of the catalogue are
  * stored and get one delivery per matching subscription; the merchants service's internal
  * messages keep destinations in step and give routed records their deliveries; `sandbox.reset`
- * wipes the merchant's webhooks data. A batch is one transaction with its inbox rows, so a crash
+ * wipes the merchant's subscriptions and events (its destinations go by the merchants service's
+ * removals, whose versions keep them in order with their syncs across replicas). A batch is one transaction with its inbox rows, so a crash
  * before commit leaves nothing (the broker redelivers) and a redelivery after commit finds its
  * inbox row and adds nothing: no delivery is lost or doubled. Returns how many deliveries became due.
  */
@@ -129,7 +130,10 @@ export function fanOut({ outbox, logger, validator, secretOverlapMs, now = () =>
       };
       for (const step of steps) {
         if (step.kind === 'event') events.push(step.event);
-        else if (step.kind === 'record_routed') routed.push(routedRecordDelivery(step.merchantId, step.routing));
+        else if (step.kind === 'record_routed') {
+          // A routing that overtook its destination's removal would wait forever for an endpoint that is gone.
+          if (!(await destinationRemoved(tx, trustedMerchantId(step.merchantId), step.routing.destination_id))) routed.push(routedRecordDelivery(step.merchantId, step.routing));
+        }
         else {
           // What came before a change of endpoints is written before it, so the order of the
           // messages is the order of their effects (a routing, then its destination's removal).
@@ -140,7 +144,7 @@ export function fanOut({ outbox, logger, validator, secretOverlapMs, now = () =>
           } else if (step.kind === 'destination_synced') {
             if (await syncDestination(tx, trustedMerchantId(step.merchantId), step.sync, secretOverlapMs, at)) due += 1;
           } else {
-            await removeDestination(tx, trustedMerchantId(step.merchantId), step.removal);
+            await removeDestination(tx, trustedMerchantId(step.merchantId), step.removal, at);
           }
         }
       }

@@ -241,30 +241,48 @@ export const sourcePaths = configPaths({
   deleteConflicts: true,
 });
 
-export const destinationPaths = configPaths({
-  collection: 'destinations',
-  noun: 'destination',
-  schema: 'Destination',
-  createdSchema: 'DestinationWithSecret',
-  idParameter: 'DestinationId',
-  filters: [
-    enumFilter('status', 'Only destinations in this status.', destinationStatuses),
-    enumFilter('kind', 'Only destinations of this kind.', destinationKinds),
-  ],
-  create: {
-    description:
-      'Creates a destination. Its signing secret (`whsec_...`, the Standard Webhooks format) is in `secret`, in this response only: no other response and no event shows it. The URL must be https for live merchants and may not point at private or loopback addresses. Routed records are delivered by the webhooks delivery engine; see them at `/api/v1/webhooks/deliveries?destination_id=`. Emits `destinations.created` (without the secret).',
-    responseDescription: 'The created destination with its secret (or, with a repeated Idempotency-Key, the first answer replayed).',
+export const destinationPaths: Record<string, PathItem> = {
+  ...configPaths({
+    collection: 'destinations',
+    noun: 'destination',
+    schema: 'Destination',
+    createdSchema: 'DestinationWithSecret',
+    idParameter: 'DestinationId',
+    filters: [
+      enumFilter('status', 'Only destinations in this status.', destinationStatuses),
+      enumFilter('kind', 'Only destinations of this kind.', destinationKinds),
+    ],
+    create: {
+      description:
+        'Creates a destination. Its signing secret (`whsec_...`, the Standard Webhooks format) is in `secret`, in this response only: no other response and no event shows it. The URL must be https for live merchants and may not point at private or loopback addresses. Routed records are delivered by the webhooks delivery engine; see them at `/api/v1/webhooks/deliveries?destination_id=`. Emits `destinations.created` (without the secret).',
+      responseDescription: 'The created destination with its secret (or, with a repeated Idempotency-Key, the first answer replayed).',
+    },
+    list: 'Lists the merchant\'s destinations, newest first, without their secrets. Filters combine with AND.',
+    retrieve: 'Returns one destination with its ETag, without its secret.',
+    update: updateWords(
+      'destinations',
+      '`status: active` resumes a paused or disabled destination (deliveries that waited go out) and clears `disabled_reason`; `disabled` sets it to `by_merchant`. The secret does not change.',
+    ),
+    delete: deleteWords('destination', 'destinations', true),
+    deleteConflicts: true,
+  }),
+  '/api/v1/destinations/{id}/rotate-secret': {
+    parameters: [ref('parameters', 'DestinationId')],
+    post: bearerOperation(
+      'config:write',
+      {
+        operationId: 'destinations.rotate_secret',
+        summary: 'Rotate a destination\'s signing secret',
+        description:
+          'Generates a new signing secret, returned in `secret` in this response only, and increments `version`. The delivery engine signs with the new secret as soon as it has the change (moments later) and, for 24 h from then, with the previous one too: every request carries two `webhook-signature` entries (and a `webhook` destination\'s `hmac_sha256` uses the new secret), so a receiver can switch without losing a delivery. Emits `destinations.updated` (without the secret; `previous` is empty). Counts in the `sensitive` throttle class.',
+        tags: ['destinations'],
+        parameters: [ref('parameters', 'IdempotencyKey')],
+      },
+      { '200': response('The destination with its new secret (or, with a repeated Idempotency-Key, the first answer replayed).', 'DestinationWithSecret', { ...withEtag, ...idempotentReplay }) },
+      ['NotFound', 'IdempotencyKeyInUse'],
+    ),
   },
-  list: 'Lists the merchant\'s destinations, newest first, without their secrets. Filters combine with AND.',
-  retrieve: 'Returns one destination with its ETag, without its secret.',
-  update: updateWords(
-    'destinations',
-    '`status: active` resumes a paused or disabled destination (deliveries that waited go out) and clears `disabled_reason`; `disabled` sets it to `by_merchant`. The secret does not change.',
-  ),
-  delete: deleteWords('destination', 'destinations', true),
-  deleteConflicts: true,
-});
+};
 
 export const rulePaths = configPaths({
   collection: 'rules',
