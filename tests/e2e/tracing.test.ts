@@ -57,7 +57,13 @@ describe('tracing across services (OpenTelemetry over OTLP)', () => {
   it('follows one product creation from the gateway through the catalog, PostgreSQL and the bus to its consumers', async function () {
     this.timeout(60_000);
     const merchant = await createMerchant(stack);
-    const created = await call(stack, 'POST', '/api/v1/products', { token: merchant.token, body: { sku: 'TRACE-1', title: 'Traced', price: '10.00', currency: 'EUR' } });
+    // A caller's own trace is linked, never joined: the edge decides what is traced.
+    const callerTrace = { traceId: 'c0ffee00c0ffee00c0ffee00c0ffee00', spanId: 'c0ffee00c0ffee00' };
+    const created = await call(stack, 'POST', '/api/v1/products', {
+      token: merchant.token,
+      body: { sku: 'TRACE-1', title: 'Traced', price: '10.00', currency: 'EUR' },
+      headers: { traceparent: `00-${callerTrace.traceId}-${callerTrace.spanId}-01` },
+    });
     assert.equal(created.status, 201, created.text);
     const requestId = created.headers.get('x-request-id');
 
@@ -81,6 +87,9 @@ describe('tracing across services (OpenTelemetry over OTLP)', () => {
     };
 
     assert.equal(edge!.parentSpanId, '', 'the edge starts the trace');
+    assert.notEqual(traceId, callerTrace.traceId);
+    assert.deepEqual(edge!.links, [callerTrace]);
+    assert.ok(receiver.spans.every((span) => span.traceId !== callerTrace.traceId), 'no service joined the caller\'s trace');
     assert.equal(edge!.attributes['http.request.method'], 'POST');
     assert.equal(edge!.attributes['http.response.status_code'], 201);
     const proxied = one('gateway call to the catalog', (span) => span.kind === KIND.client && serviceOf(parentOf(span) ?? span) === 'gateway' && span.name === 'POST catalog');
