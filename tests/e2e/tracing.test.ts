@@ -37,6 +37,7 @@ describe('tracing across services (OpenTelemetry over OTLP)', () => {
 
   after(async function () {
     this.timeout(180_000);
+    if (!stack || !receiver) return; // the stack never started: nothing to restore
     if (stack.mode === 'distributed') {
       for (const service of TRACED_SERVICES) {
         await stack.kill(service);
