@@ -1,4 +1,4 @@
-import { configFields, connectDistributedInfrastructure, createLogger, distributedServiceConfig, ensurePortFree, exitOnConfigError, exitOnStartFailure, loadConfig, stopOnSignals, z } from '@merx/kit';
+import { configFields, connectDistributedInfrastructure, createLogger, distributedServiceConfig, ensurePortFree, exitOnConfigError, exitOnStartFailure, loadConfig, stopOnSignals, z, startTracing } from '@merx/kit';
 import { startAudit } from './service.js';
 
 const auditConfig = distributedServiceConfig(3003).extend({
@@ -14,6 +14,8 @@ try {
   exitOnConfigError(error);
 }
 const logger = createLogger('audit', config.LOG_LEVEL);
+// OTEL_* checked here, before any port opens; without an endpoint nothing of the SDK is loaded.
+await startTracing('merx-audit').catch((error: unknown) => exitOnStartFailure('audit', error));
 await ensurePortFree(config.PORT, config.HOST).catch((error: unknown) => exitOnStartFailure('audit', error));
 const infrastructure = await connectDistributedInfrastructure('audit', config, logger).catch((error: unknown) => exitOnStartFailure('audit', error));
 const audit = await startAudit({

@@ -1,4 +1,4 @@
-import { configFields, connectDistributedInfrastructure, createLogger, distributedServiceConfig, ensurePortFree, exitOnConfigError, exitOnStartFailure, loadConfig, stopOnSignals } from '@merx/kit';
+import { configFields, connectDistributedInfrastructure, createLogger, distributedServiceConfig, ensurePortFree, exitOnConfigError, exitOnStartFailure, loadConfig, stopOnSignals, startTracing } from '@merx/kit';
 import { startCatalog } from './service.js';
 
 // GRPC_PORT: merx.v1.ProductService for the edge, on the service network only.
@@ -12,6 +12,8 @@ try {
   exitOnConfigError(error);
 }
 const logger = createLogger('catalog', config.LOG_LEVEL);
+// OTEL_* checked here, before any port opens; without an endpoint nothing of the SDK is loaded.
+await startTracing('merx-catalog').catch((error: unknown) => exitOnStartFailure('catalog', error));
 await ensurePortFree(config.PORT, config.HOST).catch((error: unknown) => exitOnStartFailure('catalog', error));
 const infrastructure = await connectDistributedInfrastructure('catalog', config, logger).catch((error: unknown) => exitOnStartFailure('catalog', error));
 const catalog = await startCatalog({ ...infrastructure, logger, port: config.PORT, host: config.HOST, grpcPort: config.GRPC_PORT }).catch((error: unknown) => exitOnStartFailure('catalog', error));

@@ -1,4 +1,4 @@
-import { createLogger, createPostgresDb, ensurePortFree, exitOnConfigError, exitOnStartFailure, loadConfig, stopOnSignals } from '@merx/kit';
+import { createLogger, createPostgresDb, ensurePortFree, exitOnConfigError, exitOnStartFailure, loadConfig, stopOnSignals, startTracing } from '@merx/kit';
 import { startConsole } from './service.js';
 import { consoleConfig, settingsFromConfig } from './settings.js';
 
@@ -10,6 +10,8 @@ try {
   exitOnConfigError(error);
 }
 const logger = createLogger('console', config.LOG_LEVEL);
+// OTEL_* checked here, before any port opens; without an endpoint nothing of the SDK is loaded.
+await startTracing('merx-console').catch((error: unknown) => exitOnStartFailure('console', error));
 await ensurePortFree(config.PORT, config.HOST).catch((error: unknown) => exitOnStartFailure('console', error));
 const db = createPostgresDb(config.DATABASE_URL, {
   maxConnections: config.MERX_DB_POOL_SIZE,

@@ -149,6 +149,8 @@ async function main(): Promise<void> {
     ...(config.MERX_PUBLIC_URL ? { publicUrl: config.MERX_PUBLIC_URL } : {}),
     logDir,
     logLevel: config.LOG_LEVEL,
+    // Tracing settings reach every service as they reach a container: each names itself merx-<service>.
+    env: Object.fromEntries(Object.entries(process.env).filter((entry): entry is [string, string] => entry[0].startsWith('OTEL_') && entry[1] !== undefined)),
     onLine: (service, line) => {
       const formatted = formatServiceLine(service, line);
       if (formatted) process.stdout.write(`${formatted}\n`);

@@ -1,6 +1,6 @@
 import { existsSync, rmSync } from 'node:fs';
 import path from 'node:path';
-import { ConfigError, configFields, createLogger, exitOnConfigError, exitOnStartFailure, loadConfig, stopOnSignals, z } from '@merx/kit';
+import { ConfigError, configFields, createLogger, exitOnConfigError, exitOnStartFailure, loadConfig, startTracing, stopOnSignals, z } from '@merx/kit';
 import { loadApiReference, throttleSettingsFromEnv } from '@merx/gateway';
 import { signInThrottleFromEnv } from '@merx/oauth';
 import { webhookSettingsFromEnv } from '@merx/webhooks';
@@ -40,6 +40,8 @@ try {
   exitOnConfigError(error);
 }
 const logger = createLogger('merx', config.LOG_LEVEL);
+// OTEL_* checked before any port opens; one process, so one service name: spans say which service by merx.service.
+await startTracing('merx').catch((error: unknown) => exitOnStartFailure('merx', error));
 const dataDir = path.resolve(config.MERX_DATA_DIR);
 // A first start that fails leaves nothing behind, so the next one is a first start again.
 const firstStart = !existsSync(dataDir);

@@ -98,8 +98,8 @@ describe('upgrading a deployment: the migrate command on a database of the previ
   it('applies only what is new, keeps every row, records checksums, and leaves schemas that replicas verify', async () => {
     const first = await migrateCommand(databaseUrl);
     assert.equal(first.code, 0, first.stderr);
-    assert.match(first.stdout, /^migrate: catalog: applied 000_idempotency_keys_by_credential$/m);
-    assert.match(first.stdout, /^migrate: oauth: applied 000_idempotency_keys_by_credential, 012_login_failures$/m);
+    assert.match(first.stdout, /^migrate: catalog: applied 000_idempotency_keys_by_credential, 000_outbox_trace_context$/m);
+    assert.match(first.stdout, /^migrate: oauth: applied 000_idempotency_keys_by_credential, 000_outbox_trace_context, 012_login_failures$/m);
     assert.match(first.stdout, /^migrate: console: applied 001_sessions$/m);
 
     const { rows: products } = await db.query(`SELECT sku, title, price::text AS price, currency FROM catalog.products WHERE merchant_id = 'mer_old'`);

@@ -19,6 +19,7 @@ import {
   startRevocationFeed,
   stopOnSignals,
   z,
+  startTracing,
 } from '@merx/kit';
 import { loadApiReference } from './docs.js';
 import { startGateway } from './service.js';
@@ -65,6 +66,8 @@ try {
   exitOnConfigError(error);
 }
 const logger = createLogger('gateway', config.LOG_LEVEL);
+// OTEL_* checked here, before any port opens; without an endpoint nothing of the SDK is loaded.
+await startTracing('merx-gateway').catch((error: unknown) => exitOnStartFailure('gateway', error));
 let throttleSettings;
 try {
   throttleSettings = throttleSettingsFromEnv(process.env);

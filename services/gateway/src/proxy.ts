@@ -1,9 +1,11 @@
 import type { Context } from 'koa';
 import { Pool, errors as undiciErrors, type Dispatcher } from 'undici';
-import { currentContext, MAX_BODY_BYTES, PayloadTooLarge, Unavailable } from '@merx/kit';
+import { currentContext, inClientSpan, MAX_BODY_BYTES, PayloadTooLarge, TRACE_HEADERS, Unavailable } from '@merx/kit';
 
 /** RFC 9110 §7.6.1: meaningful only for one hop, never forwarded. */
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'host']);
+/** A client's trace headers stop at the edge: services join the gateway's trace, never one a caller names. */
+const NOT_FORWARDED = new Set<string>([...HOP_BY_HOP, ...TRACE_HEADERS]);
 const NOT_COPIED_BACK = new Set([...HOP_BY_HOP, 'x-request-id', 'content-length']);
 const MAX_BUFFERED_BYTES = 1024 * 1024;
 
@@ -25,7 +27,7 @@ export function createUpstream(name: string, origin: string): Upstream {
 function forwardedHeaders(ctx: Context, requestId: string): Record<string, string> {
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(ctx.request.headers)) {
-    if (value === undefined || HOP_BY_HOP.has(name) || name.startsWith('x-forwarded-')) continue;
+    if (value === undefined || NOT_FORWARDED.has(name) || name.startsWith('x-forwarded-')) continue;
     headers[name] = Array.isArray(value) ? value.join(', ') : value;
   }
   headers['x-request-id'] = requestId;
@@ -64,12 +66,12 @@ export async function readBoundedBody(ctx: Context, limit: number): Promise<Buff
 export async function proxyTo(upstream: Upstream, ctx: Context, requestId: string, body?: Buffer): Promise<void> {
   const payload = body ?? (hasBody(ctx) ? await readBoundedBody(ctx, MAX_BODY_BYTES) : null);
   let response: Dispatcher.ResponseData;
+  const headers = forwardedHeaders(ctx, requestId);
   try {
-    response = await upstream.pool.request({
-      method: ctx.method as Dispatcher.HttpMethod,
-      path: ctx.url,
-      headers: forwardedHeaders(ctx, requestId),
-      body: payload,
+    response = await inClientSpan(upstream.name, ctx.method, `${upstream.origin}${ctx.url}`, headers, async (span) => {
+      const answer = await upstream.pool.request({ method: ctx.method as Dispatcher.HttpMethod, path: ctx.url, headers, body: payload });
+      span?.setAttribute('http.response.status_code', answer.statusCode);
+      return answer;
     });
   } catch (error) {
     if (error instanceof undiciErrors.UndiciError || (error as NodeJS.ErrnoException)?.code) {

@@ -1,4 +1,4 @@
-import { connectDistributedInfrastructure, createLogger, ensurePortFree, exitOnConfigError, exitOnStartFailure, loadConfig, stopOnSignals } from '@merx/kit';
+import { connectDistributedInfrastructure, createLogger, ensurePortFree, exitOnConfigError, exitOnStartFailure, loadConfig, stopOnSignals, startTracing } from '@merx/kit';
 import { startMerchants } from './service.js';
 import { httpMerchantLookup } from './upstream/oauth-merchants.js';
 import { merchantsServiceConfig, toMerchantsSettings } from './settings.js';
@@ -11,6 +11,8 @@ try {
   exitOnConfigError(error);
 }
 const logger = createLogger('merchants', config.LOG_LEVEL);
+// OTEL_* checked here, before any port opens; without an endpoint nothing of the SDK is loaded.
+await startTracing('merx-merchants').catch((error: unknown) => exitOnStartFailure('merchants', error));
 await ensurePortFree(config.PORT, config.HOST).catch((error: unknown) => exitOnStartFailure('merchants', error));
 const infrastructure = await connectDistributedInfrastructure('merchants', config, logger).catch((error: unknown) => exitOnStartFailure('merchants', error));
 const merchants = await startMerchants({

@@ -1,4 +1,4 @@
-import { API_AUDIENCE, ConfigError, configFields, connectDistributedInfrastructure, createLogger, distributedServiceConfig, ensurePortFree, exitOnConfigError, exitOnStartFailure, issuerOf, loadConfig, stopOnSignals } from '@merx/kit';
+import { API_AUDIENCE, ConfigError, configFields, connectDistributedInfrastructure, createLogger, distributedServiceConfig, ensurePortFree, exitOnConfigError, exitOnStartFailure, issuerOf, loadConfig, stopOnSignals, startTracing } from '@merx/kit';
 import { consoleRedirectUri } from '@merx/contracts';
 import { signInThrottleFromEnv } from './domain/login-throttle.js';
 import { startOauth } from './service.js';
@@ -24,6 +24,8 @@ try {
   exitOnConfigError(error);
 }
 const logger = createLogger('oauth', config.LOG_LEVEL);
+// OTEL_* checked here, before any port opens; without an endpoint nothing of the SDK is loaded.
+await startTracing('merx-oauth').catch((error: unknown) => exitOnStartFailure('oauth', error));
 const accessTokenTtlSeconds = config.MERX_ACCESS_TOKEN_TTL;
 // The oauth service owns the revoked keys, so it loads its list from its own tables, not over HTTP.
 await ensurePortFree(config.PORT, config.HOST).catch((error: unknown) => exitOnStartFailure('oauth', error));

@@ -1,4 +1,4 @@
-import { connectDistributedInfrastructure, createLogger, ensurePortFree, exitOnConfigError, exitOnStartFailure, loadConfig, stopOnSignals } from '@merx/kit';
+import { connectDistributedInfrastructure, createLogger, ensurePortFree, exitOnConfigError, exitOnStartFailure, loadConfig, stopOnSignals, startTracing } from '@merx/kit';
 import { startWebhooks } from './service.js';
 import { toWebhookSettings, webhooksServiceConfig } from './settings.js';
 
@@ -10,6 +10,8 @@ try {
   exitOnConfigError(error);
 }
 const logger = createLogger('webhooks', config.LOG_LEVEL);
+// OTEL_* checked here, before any port opens; without an endpoint nothing of the SDK is loaded.
+await startTracing('merx-webhooks').catch((error: unknown) => exitOnStartFailure('webhooks', error));
 await ensurePortFree(config.PORT, config.HOST).catch((error: unknown) => exitOnStartFailure('webhooks', error));
 const infrastructure = await connectDistributedInfrastructure('webhooks', config, logger).catch((error: unknown) => exitOnStartFailure('webhooks', error));
 const webhooks = await startWebhooks({

@@ -23,6 +23,7 @@ import { Unavailable } from './errors.js';
 import { runInEventContext, type MerxEvent } from './events.js';
 import type { Logger } from './logger.js';
 import { busMessages, busPoisoned, busRetried } from './metrics.js';
+import { inConsumeSpan, startPublishSpan, type PublishSpan } from './tracing.js';
 
 /** Headers the bus sets on the copies it moves to retry and poison queues. */
 const FAILURES_HEADER = 'x-merx-failures';
@@ -103,7 +104,11 @@ export class AmqpBus implements Bus {
   async publish(events: MerxEvent[]): Promise<void> {
     const channel = this.publisher;
     if (!channel) throw new Unavailable('The message broker is not connected.');
+    const spans: PublishSpan[] = [];
     for (const event of events) {
+      // The trace the event was written in continues in its message headers (tracing.ts).
+      const span = startPublishSpan(event, this.options.service, 'rabbitmq');
+      if (span) spans.push(span);
       // AMQP timestamps are unsigned seconds: a time before 1970 (or none) is left out rather
       // than making amqplib throw, which would wedge the outbox relay on this event for good.
       const seconds = Math.floor(Date.parse(event.created_at) / 1000);
@@ -114,9 +119,16 @@ export class AmqpBus implements Bus {
         contentType: 'application/json',
         ...(Number.isSafeInteger(seconds) && seconds >= 0 ? { timestamp: seconds } : {}),
         appId: this.options.service,
+        ...(span ? { headers: span.headers } : {}),
       });
     }
-    await channel.waitForConfirms();
+    try {
+      await channel.waitForConfirms();
+    } catch (error) {
+      for (const span of spans) span.end(error);
+      throw error;
+    }
+    for (const span of spans) span.end();
     for (const event of events) busMessages.inc({ service: this.options.service, direction: 'published', topic: event.topic });
   }
 
@@ -303,7 +315,10 @@ export class AmqpBus implements Bus {
       return;
     }
     try {
-      await runInEventContext(event, () => consumer.handler(event, { redelivered: message.fields.redelivered || failedBefore > 0, deliveryCount: failedBefore + 1 }));
+      const deliveryCount = failedBefore + 1;
+      await inConsumeSpan({ id: event.id, topic: event.topic, headers }, { service: this.options.service, queue: options.queue, system: 'rabbitmq', deliveryCount }, () =>
+        runInEventContext(event, () => consumer.handler(event, { redelivered: message.fields.redelivered || failedBefore > 0, deliveryCount })),
+      );
       busMessages.inc({ service: this.options.service, direction: 'consumed', topic: event.topic });
       this.settle(() => channel.ack(message));
     } catch (error) {

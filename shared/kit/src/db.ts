@@ -2,6 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { createHash } from 'node:crypto';
 import pg from 'pg';
 import type { PGlite, Transaction } from '@electric-sql/pglite';
+import { traceQuery, traceTransaction } from './tracing.js';
 import { withUnitsOfWork, type BaseDb, type UnitsOfWork } from './unit-of-work.js';
 
 export interface QueryResult<Row> {
@@ -84,19 +85,19 @@ export function createPostgresDb(connectionString: string, options: PostgresOpti
   return withUnitsOfWork<BaseDb & Omit<Db, keyof UnitsOfWork>>({
     kind: 'postgres' as const,
     async query<Row>(sql: string, params?: unknown[]) {
-      const result = await pool.query(preparedQuery(sql, params, prepared));
+      const result = await traceQuery('postgres', sql, () => pool.query(preparedQuery(sql, params, prepared)));
       return { rows: result.rows as Row[], rowCount: result.rowCount ?? 0 };
     },
     async exec(sql: string) {
       await pool.query(sql);
     },
-    async transaction<T>(work: (tx: Queryable) => Promise<T>) {
+    transaction: <T>(work: (tx: Queryable) => Promise<T>) => traceTransaction(async () => {
       const client = await pool.connect();
       try {
         await client.query('BEGIN');
         const tx: Queryable = {
           async query<Row>(sql: string, params?: unknown[]) {
-            const result = await client.query(preparedQuery(sql, params, prepared));
+            const result = await traceQuery('postgres', sql, () => client.query(preparedQuery(sql, params, prepared)));
             return { rows: result.rows as Row[], rowCount: result.rowCount ?? 0 };
           },
           async exec(sql: string) {
@@ -112,7 +113,7 @@ export function createPostgresDb(connectionString: string, options: PostgresOpti
       } finally {
         client.release();
       }
-    },
+    }),
     async ping() {
       await pool.query('SELECT 1');
     },
@@ -143,7 +144,7 @@ export function createPgliteDb(pglite: PGlite): Db {
     kind: 'pglite' as const,
     async query<Row>(sql: string, params?: unknown[]) {
       guard();
-      return toResult<Row>(await pglite.query(sql, params as unknown[]));
+      return toResult<Row>(await traceQuery('pglite', sql, () => pglite.query(sql, params as unknown[])));
     },
     async exec(sql: string) {
       guard();
@@ -151,18 +152,18 @@ export function createPgliteDb(pglite: PGlite): Db {
     },
     async transaction<T>(work: (tx: Queryable) => Promise<T>) {
       guard();
-      return pglite.transaction(async (transaction: Transaction) =>
+      return traceTransaction(() => pglite.transaction(async (transaction: Transaction) =>
         insideTransaction.run(true, () =>
           work({
             async query<Row>(sql: string, params?: unknown[]) {
-              return toResult<Row>(await transaction.query(sql, params as unknown[]));
+              return toResult<Row>(await traceQuery('pglite', sql, () => transaction.query(sql, params as unknown[])));
             },
             async exec(sql: string) {
               await transaction.exec(sql);
             },
           }),
         ),
-      );
+      ));
     },
     async ping() {
       await pglite.query('SELECT 1');

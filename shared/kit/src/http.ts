@@ -6,6 +6,7 @@ import type { Logger } from './logger.js';
 import { httpRequestDuration, metricsRegistry, readinessState } from './metrics.js';
 import { problemMiddleware } from './problem.js';
 import { jsonBodyMiddleware } from './request-input.js';
+import { startServerSpan } from './tracing.js';
 
 export { jsonBodyMiddleware, MAX_BODY_BYTES } from './request-input.js';
 
@@ -27,7 +28,7 @@ export interface ServiceAppOptions {
 }
 
 export interface RequestContextOptions {
-  /** The edge makes its own ids; services reuse the gateway's so one id follows a request. */
+  /** The edge makes its own ids and traces; services reuse the gateway's so one id and one trace follow a request. */
   trustIncomingRequestId?: boolean;
   /** Peers whose `X-Forwarded-For` names the client (default: the service network). */
   trustedProxies?: ProxyTrust;
@@ -49,11 +50,15 @@ export function requestContextMiddleware(service: string, options: RequestContex
     const requestId = trustIncoming && isId(incoming, 'req') ? incoming : newId('req');
     ctx.set('X-Request-Id', requestId);
     const started = process.hrtime.bigint();
+    const span = startServerSpan({ service, method: ctx.method, path: ctx.path, headers: ctx.headers, continueIncomingTrace: trustIncoming });
+    const handle = () => runWithContext({ requestId, ip: clientAddress(ctx.req, trust) }, next);
     try {
-      await runWithContext({ requestId, ip: clientAddress(ctx.req, trust) }, next);
+      await (span ? span.run(handle) : handle());
     } finally {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-      const route = String((ctx as Context & { _matchedRoute?: string })._matchedRoute ?? 'unmatched');
+      const matched = (ctx as Context & { _matchedRoute?: string })._matchedRoute;
+      const route = String(matched ?? 'unmatched');
+      span?.end({ status: ctx.status, ...(matched ? { route: String(matched) } : {}), requestId, merchantId: (ctx.state as { auth?: { merchantId?: string } }).auth?.merchantId ?? null });
       httpRequestDuration.observe({ service, method: ctx.method, route, status: String(ctx.status) }, seconds);
       // Checked first: at `warn` (the benchmarks, most deployments under load) a request builds no log object.
       if (logger?.isLevelEnabled('info') && ctx.path !== '/healthz' && ctx.path !== '/readyz' && ctx.path !== '/metrics') {

@@ -41,3 +41,4 @@ export * from './time-zone.js';
 export * from './timestamps.js';
 export * from './query-parameters.js';
 export * from './grpc.js';
+export * from './tracing.js';

@@ -19,6 +19,7 @@ import { DurableQueueStore, type StoredMessage } from './durable-queues.js';
 import { runInEventContext, topicMatches, type MerxEvent } from './events.js';
 import type { Logger } from './logger.js';
 import { busMessages, busPoisoned, busRetried } from './metrics.js';
+import { inConsumeSpan, startPublishSpan, type TraceCarrier } from './tracing.js';
 
 /**
  * Deliveries start from the empty async context captured at load, as they would behind a broker.
@@ -40,6 +41,8 @@ interface QueuedMessage {
   outages?: number;
   /** Its row in the durable store; absent for transient queues and on a bus without a store. */
   rowId?: number;
+  /** The publish span's W3C fields, as a broker message's headers carry them; in memory only. */
+  trace?: TraceCarrier;
 }
 
 interface LocalQueue {
@@ -133,9 +136,11 @@ export class MemoryBus implements Bus {
     const routed: Array<{ queue: LocalQueue; message: QueuedMessage; event: MerxEvent }> = [];
     for (const event of events) {
       const body = JSON.stringify(event);
+      const span = startPublishSpan(event, this.service, 'merx-embedded');
+      span?.end();
       for (const queue of this.queues.values()) {
         if (queue.bindings.some((pattern) => topicMatches(pattern, event.topic))) {
-          routed.push({ queue, message: { body, topic: event.topic, failures: 0, redelivered: false }, event });
+          routed.push({ queue, message: { body, topic: event.topic, failures: 0, redelivered: false, ...(span ? { trace: span.headers } : {}) }, event });
         }
       }
     }
@@ -239,7 +244,12 @@ export class MemoryBus implements Bus {
     try {
       event = decodeDelivery(message.body);
       const decoded = event;
-      await runInEventContext(decoded, () => handler(decoded, { redelivered: message.redelivered, deliveryCount: message.failures + 1 }));
+      const deliveryCount = message.failures + 1;
+      // Queues are named after their consuming service (`audit.events`): spans say whose work it is.
+      const consumer = { service: queue.name.split('.')[0]!, queue: queue.name, system: 'merx-embedded' as const, deliveryCount };
+      await inConsumeSpan({ id: decoded.id, topic: decoded.topic, headers: message.trace }, consumer, () =>
+        runInEventContext(decoded, () => handler(decoded, { redelivered: message.redelivered, deliveryCount })),
+      );
       busMessages.inc({ service: this.service, direction: 'consumed', topic: message.topic });
       if (message.rowId !== undefined) this.ack(message.rowId);
     } catch (error) {

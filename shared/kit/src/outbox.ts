@@ -5,6 +5,7 @@ import type { Logger } from './logger.js';
 import { MemoryBus } from './memory-bus.js';
 import { outboxBacklog } from './metrics.js';
 import type { Migration } from './migrations.js';
+import { attachTraceCarrier, currentTraceCarrier, parseTraceCarrier, serializeTraceCarrier } from './tracing.js';
 
 export const outboxMigration: Migration = {
   id: '000_outbox',
@@ -19,6 +20,15 @@ export const outboxMigration: Migration = {
       created_at timestamptz NOT NULL DEFAULT now()
     );
   `,
+};
+
+/**
+ * The trace a row's events were written in (W3C fields as JSON), so the relay's publication and
+ * the consumers continue the request's trace however much later they run. Null without tracing.
+ */
+export const outboxTraceContextMigration: Migration = {
+  id: '000_outbox_trace_context',
+  sql: `ALTER TABLE {{schema}}.outbox ADD COLUMN trace_context text;`,
 };
 
 export type Emit = (event: MerxEvent) => void;
@@ -55,7 +65,7 @@ export class Outbox {
   async record(tx: Queryable, events: MerxEvent[]): Promise<void> {
     if (events.length === 0) return;
     const values: unknown[] = [];
-    await tx.query(`INSERT INTO ${this.schema}.outbox (event_id, topic, merchant_id, payload) ${this.eventRows(events, values)}`, values);
+    await tx.query(this.insertEvents(events, values), values);
   }
 
   /**
@@ -71,9 +81,9 @@ export class Outbox {
         if (used) throw new Error('outbox.withEvents runs exactly one statement');
         used = true;
         const values = [...params];
-        const rows = this.eventRows(events, values);
+        const insert = this.insertEvents(events, values);
         const result = await db.query<Row>(
-          `WITH written AS (${sql}), recorded AS (INSERT INTO ${this.schema}.outbox (event_id, topic, merchant_id, payload) ${rows}) SELECT * FROM written`,
+          `WITH written AS (${sql}), recorded AS (${insert}) SELECT * FROM written`,
           values,
         );
         this.db.afterCommit(() => this.notify());
@@ -85,16 +95,25 @@ export class Outbox {
     };
   }
 
-  /** The rows as one SELECT over arrays: the statement's text is the same for any number of events. */
-  private eventRows(events: MerxEvent[], values: unknown[]): string {
+  /**
+   * The insert of the rows as one SELECT over arrays: the statement's text is the same for
+   * any number of events. The trace column is written only while tracing, so without it the
+   * statement is the one it always was.
+   */
+  private insertEvents(events: MerxEvent[], values: unknown[]): string {
+    const traceContext = serializeTraceCarrier(currentTraceCarrier());
     values.push(
       events.map((event) => event.id),
       events.map((event) => event.topic),
       events.map((event) => event.merchant_id),
       events.map((event) => JSON.stringify(event)),
     );
-    const base = values.length - 4;
-    return `SELECT * FROM unnest($${base + 1}::text[], $${base + 2}::text[], $${base + 3}::text[], $${base + 4}::text[])`;
+    if (traceContext) values.push(events.map(() => traceContext));
+    const arrays = traceContext ? 5 : 4;
+    const base = values.length - arrays;
+    const columns = `event_id, topic, merchant_id, payload${traceContext ? ', trace_context' : ''}`;
+    const parameters = Array.from({ length: arrays }, (_, index) => `$${base + index + 1}::text[]`).join(', ');
+    return `INSERT INTO ${this.schema}.outbox (${columns}) SELECT * FROM unnest(${parameters})`;
   }
 
   onCommit(listener: () => void): () => void {
@@ -160,16 +179,20 @@ export class OutboxRelay {
     const moved = await db.transaction(async (tx) => {
       // Claim and delete in one statement; if publishing fails the transaction rolls back and
       // the rows are still there for the next attempt.
-      const { rows } = await tx.query<{ position: number; payload: string }>(
+      const { rows } = await tx.query<{ position: number; payload: string; trace_context: string | null }>(
         `DELETE FROM ${outbox.schema}.outbox WHERE position IN (
            SELECT position FROM ${outbox.schema}.outbox ORDER BY position LIMIT $1 FOR UPDATE SKIP LOCKED
-         ) RETURNING position, payload`,
+         ) RETURNING position, payload, trace_context`,
         [batchSize],
       );
       outboxBacklog.set({ service: this.options.service }, rows.length);
       if (rows.length === 0) return 0;
       rows.sort((a, b) => Number(a.position) - Number(b.position));
-      const events = rows.map((row) => JSON.parse(row.payload) as MerxEvent);
+      const events = rows.map((row) => {
+        const event = JSON.parse(row.payload) as MerxEvent;
+        attachTraceCarrier(event, parseTraceCarrier(row.trace_context));
+        return event;
+      });
       if (sameDatabase) deliver = await sameDatabase.publishWithin(tx, events);
       else await bus.publish(events);
       return rows.length;

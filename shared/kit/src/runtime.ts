@@ -10,6 +10,7 @@ import { createPgliteDb, createPostgresDb, DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_S
 import type { MigrationMode } from './migrations.js';
 import type { ReadinessCheck } from './http.js';
 import type { Logger } from './logger.js';
+import { stopTracing } from './tracing.js';
 import { httpRevocationLoader, RevocationList, startRevocationFeed, type RevocationSnapshot } from './revocations.js';
 
 /** The audience every Merx access token is issued for and checked against. */
@@ -171,13 +172,16 @@ export function stopOnSignals(logger: Logger, stop: () => Promise<void>): void {
     if (stopping) process.exit(1);
     stopping = true;
     logger.info({ signal }, 'shutting down');
-    stop().then(
-      () => process.exit(0),
-      (error: unknown) => {
-        logger.error({ err: error }, 'shutdown failed');
-        process.exit(1);
-      },
-    );
+    // Spans still buffered are exported last, so the shutdown's own work is in them.
+    stop()
+      .then(() => stopTracing())
+      .then(
+        () => process.exit(0),
+        (error: unknown) => {
+          logger.error({ err: error }, 'shutdown failed');
+          process.exit(1);
+        },
+      );
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);

@@ -230,3 +230,4 @@ export class EventLog {
     return this.events.filter((event) => event.merchant_id === merchantId && (topic === undefined || event.topic === topic));
   }
 }
+export * from './testing-otlp.js';

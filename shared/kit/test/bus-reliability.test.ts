@@ -14,6 +14,7 @@ import {
   Outbox,
   OutboxRelay,
   outboxMigration,
+  outboxTraceContextMigration,
   retryQueueOf,
   type Db,
   type DeliveryInfo,
@@ -263,7 +264,7 @@ for (const backend of durableBackends) {
     it('takes events from the outbox into its queue table in the relay\'s own transaction', async () => {
       const bus = await open();
       const outboxSchema = uniqueName('kit_test_');
-      await migrateSchema(db, outboxSchema, [outboxMigration]);
+      await migrateSchema(db, outboxSchema, [outboxMigration, outboxTraceContextMigration]);
       try {
         const outbox = new Outbox(db, outboxSchema);
         const relay = new OutboxRelay({ db, bus, outbox, logger: silentLogger, service: 'kit-test' });

@@ -8,6 +8,7 @@ import {
   Outbox,
   OutboxRelay,
   outboxMigration,
+  outboxTraceContextMigration,
   brokerNamesOf,
   type Consumer,
   type Db,
@@ -75,6 +76,7 @@ describe('outbox and inbox across broker connection failures (PostgreSQL + Rabbi
     schema = uniqueName('kit_test_');
     await migrateSchema(db, schema, [
       outboxMigration,
+      outboxTraceContextMigration,
       inboxMigration,
       {
         id: '001_chaos',

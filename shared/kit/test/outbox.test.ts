@@ -9,6 +9,7 @@ import {
   Outbox,
   OutboxRelay,
   outboxMigration,
+  outboxTraceContextMigration,
   type Bus,
   type Db,
   type MerxEvent,
@@ -90,7 +91,7 @@ for (const backend of backends) {
 
     before(async () => {
       ({ db, schema, close } = await backend.open());
-      await migrateSchema(db, schema, [outboxMigration, inboxMigration, thingsMigration]);
+      await migrateSchema(db, schema, [outboxMigration, outboxTraceContextMigration, inboxMigration, thingsMigration]);
       outbox = new Outbox(db, schema);
     });
 

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { buildEvent, createPgliteDb, createPostgresDb, migrateSchema, Outbox, outboxMigration, type Db } from '../src/index.js';
+import { buildEvent, createPgliteDb, createPostgresDb, migrateSchema, Outbox, outboxMigration, outboxTraceContextMigration, type Db } from '../src/index.js';
 import { dropSchema, sharedPglite, uniqueName } from './support.js';
 
 const DATABASE_URL = process.env.MERX_TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -19,7 +19,7 @@ describe('prepared statements stay bounded, and can be switched off for PgBounce
     it(`${mode}: outbox batches of 1 to 40 events ${mode === 'named' ? 'share one prepared statement' : 'prepare none'}, and every row lands`, async () => {
       const db = createPostgresDb(DATABASE_URL, { maxConnections: 1, preparedStatements: mode });
       try {
-        await migrateSchema(db, schema, [outboxMigration]);
+        await migrateSchema(db, schema, [outboxMigration, outboxTraceContextMigration]);
         const outbox = new Outbox(db, schema);
         for (let size = 1; size <= 40; size += 3) await outbox.transaction(async (_tx, emit) => events(size).forEach(emit));
         const { rows } = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${schema}.outbox`);
@@ -36,7 +36,7 @@ describe('prepared statements stay bounded, and can be switched off for PgBounce
     const db = createPgliteDb(await sharedPglite());
     const pgliteSchema = uniqueName('kit_test_');
     try {
-      await migrateSchema(db, pgliteSchema, [outboxMigration]);
+      await migrateSchema(db, pgliteSchema, [outboxMigration, outboxTraceContextMigration]);
       await new Outbox(db, pgliteSchema).transaction(async (_tx, emit) => events(5).forEach(emit));
       const { rows } = await db.query<{ n: number; topics: string[] }>(`SELECT count(*)::int AS n, array_agg(DISTINCT topic) AS topics FROM ${pgliteSchema}.outbox`);
       assert.equal(rows[0]!.n, 5);

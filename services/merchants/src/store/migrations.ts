@@ -1,9 +1,10 @@
-import { idempotencyByCredentialMigration, idempotencyMigration, inboxMigration, outboxMigration, type Migration } from '@merx/kit';
+import { idempotencyByCredentialMigration, idempotencyMigration, inboxMigration, outboxMigration, outboxTraceContextMigration, type Migration } from '@merx/kit';
 
 export const MERCHANTS_SCHEMA = 'merchants';
 
 export const merchantsMigrations: Migration[] = [
   outboxMigration,
+  outboxTraceContextMigration,
   inboxMigration,
   idempotencyMigration,
   idempotencyByCredentialMigration,

@@ -1,9 +1,10 @@
-import { idempotencyByCredentialMigration, idempotencyMigration, inboxMigration, outboxMigration, type Migration } from '@merx/kit';
+import { idempotencyByCredentialMigration, idempotencyMigration, inboxMigration, outboxMigration, outboxTraceContextMigration, type Migration } from '@merx/kit';
 
 export const WEBHOOKS_SCHEMA = 'webhooks';
 
 export const webhooksMigrations: Migration[] = [
   outboxMigration,
+  outboxTraceContextMigration,
   inboxMigration,
   idempotencyMigration,
   idempotencyByCredentialMigration,
