@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
 import { createContractValidator } from '@merx/contracts';
 import { buildEvent, canonicalJson, createLogger, createPgliteDb, MemoryBus, newId, openPglite, type Db, type MerxEvent } from '@merx/kit';
-import { ContractClient, createScratchDatabase, createTestTokenIssuer, type TestTokenIssuer } from '@merx/kit/testing';
+import { ContractClient, createScratchDatabase, createTestTokenIssuer, testSecretKeys, type TestTokenIssuer } from '@merx/kit/testing';
 import { startWebhooks, type RunningWebhooks, type WebhookSettings } from '../src/index.js';
 import { webhookSettingsFromEnv } from '../src/settings.js';
 import type { HostResolver } from '@merx/kit';
@@ -154,6 +154,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     port: 0,
     host: '127.0.0.1',
     settings: options.settings ?? testSettings(),
+    secretKeys: testSecretKeys(),
     pollIntervalMs: 20,
     ...(options.now ? { now: options.now } : {}),
     ...(options.random ? { random: options.random } : {}),

@@ -5,6 +5,7 @@ import { createTokenVerifier, type TokenVerifier } from './auth.js';
 import { createPostgresDb, type Db } from './db.js';
 import type { Bus } from './bus.js';
 import type { MerxEvent } from './events.js';
+import { SecretKeyRing } from './sealed-secrets.js';
 
 export * from './testing-browser.js';
 
@@ -229,4 +230,15 @@ export class EventLog {
   of(merchantId: string, topic?: string): MerxEvent[] {
     return this.events.filter((event) => event.merchant_id === merchantId && (topic === undefined || event.topic === topic));
   }
+}
+
+let testKeys: SecretKeyRing | undefined;
+
+/**
+ * The key ring a test process's services seal signing secrets with: one per process, random, as
+ * both services of a deployment share one (a destination's secret crosses the bus sealed).
+ */
+export function testSecretKeys(): SecretKeyRing {
+  testKeys ??= SecretKeyRing.generate('test');
+  return testKeys;
 }
