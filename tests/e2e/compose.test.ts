@@ -31,6 +31,9 @@ const ENV_BY_SERVICE: Record<string, string[]> = {
   catalog: [...COMMON_ENV, ...BACKEND_ENV, ...SERVICE_CREDENTIAL],
   // Sessions in its own schema, no bus; the API through the gateway.
   console: [...COMMON_ENV, 'DATABASE_URL', 'MERX_GATEWAY_URL', 'MERX_CONSOLE_CLIENT_SECRET'],
+  // Both keep signing secrets sealed with one shared key ring.
+  webhooks: [...COMMON_ENV, ...BACKEND_ENV, ...SERVICE_CREDENTIAL, 'MERX_SECRETS_KEYS'],
+  merchants: [...COMMON_ENV, ...BACKEND_ENV, ...SERVICE_CREDENTIAL, 'MERX_SECRETS_KEYS'],
 };
 /** Runs every service in one process: the default mode, never a container of its own. */
 const NOT_A_CONTAINER = new Set(['embedded']);
@@ -44,6 +47,7 @@ const SECRETS: Record<string, string> = {
   MERX_COOKIE_SECRET: 'compose-test-cookie-secret-0123456789abcdef',
   MERX_CONSOLE_CLIENT_SECRET: 'compose-test-console-secret-0123456789abcdef',
   MERX_SERVICE_TOKEN: 'compose-test-service-token-0123456789abcdef',
+  MERX_SECRETS_KEYS: `k1:${Buffer.alloc(32, 7).toString('base64')}`,
 };
 
 /** Container settings that hold a secret, whatever the variable that feeds them is called. */

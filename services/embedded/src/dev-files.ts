@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { newSecretKeyEntry } from '@merx/kit';
 
 /** What `.merx/dev.json` holds: everything a developer (or an SDK's tests) needs to call this Merx. */
 export interface DevCredentials {
@@ -20,6 +21,8 @@ export interface DevSecrets {
   cookie_secret: string;
   /** The merchant console's client secret at the oauth service (MERX_CONSOLE_CLIENT_SECRET). */
   console_client_secret: string;
+  /** MERX_SECRETS_KEYS of this data directory: seals signing secrets in its database. */
+  secrets_keys: string;
 }
 
 export const SANDBOX_OWNER_EMAIL = 'owner@sandbox.merx.localhost';
@@ -45,7 +48,13 @@ export async function writeJsonFile(file: string, value: unknown): Promise<void>
  * local launchers are the only place Merx makes up a secret instead of demanding one.
  */
 export async function loadOrCreateDevSecrets(dataDir: string | undefined): Promise<DevSecrets> {
-  const fresh = { operator_token: randomSecret(), cookie_secret: randomSecret(), console_client_secret: randomSecret() };
+  const fresh = {
+    operator_token: randomSecret(),
+    cookie_secret: randomSecret(),
+    console_client_secret: randomSecret(),
+    // A random key id: stacks of several data directories in one process (tests) never clash.
+    secrets_keys: newSecretKeyEntry(`dev${randomBytes(4).toString('hex')}`),
+  };
   if (!dataDir) return fresh;
   const file = path.join(dataDir, 'secrets.json');
   const existing = await readJsonFile<Partial<DevSecrets>>(file);

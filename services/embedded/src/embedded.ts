@@ -15,6 +15,7 @@ import {
   newServiceToken,
   openPglite,
   RevocationList,
+  SecretKeyRing,
   startRevocationFeed,
   type Db,
   type Logger,
@@ -25,6 +26,7 @@ import { DEFAULT_SESSION_IDLE_SECONDS, DEFAULT_SESSION_MAX_AGE_SECONDS, startCon
 import { provisionMerchant, revocationsFromStore, startOauth, type RunningOauth, type SignInThrottle } from '@merx/oauth';
 import { httpMerchantLookup, merchantsSettingsFromEnv, startMerchants, type MerchantsSettings, type RunningMerchants } from '@merx/merchants';
 import { startWebhooks, webhookSettingsFromEnv, type RunningWebhooks, type WebhookSettings } from '@merx/webhooks';
+import { resealSigningSecrets } from './signing-secrets.js';
 import { loadOrCreateDevSecrets, readJsonFile, SANDBOX_OWNER_EMAIL, writeJsonFile, type DevCredentials } from './dev-files.js';
 
 export interface EmbeddedOptions {
@@ -56,6 +58,8 @@ export interface EmbeddedOptions {
   busRetry?: RetryPolicy;
   /** Proxies in front of the gateway whose X-Forwarded-For names the client; nobody when absent. */
   trustedProxies?: string[];
+  /** MERX_SECRETS_KEYS when set: its first key seals; the key generated into the data directory keeps opening. */
+  secretKeys?: SecretKeyRing;
 }
 
 export interface RunningEmbedded {
@@ -93,6 +97,9 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<RunningEm
   await ensurePortFree(options.grpcPort ?? 0, host);
   if (options.dataDir) await mkdir(options.dataDir, { recursive: true });
   const secrets = await loadOrCreateDevSecrets(options.dataDir);
+  // The data directory's own key always opens: a key given in MERX_SECRETS_KEYS seals from now on.
+  const directoryKeys = SecretKeyRing.parse(secrets.secrets_keys);
+  const secretKeys = options.secretKeys ? SecretKeyRing.combine(options.secretKeys, directoryKeys) : directoryKeys;
   const port = options.port === 0 ? await freePort() : options.port;
   const baseUrl = options.publicUrl ?? `http://localhost:${port}`;
 
@@ -144,6 +151,7 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<RunningEm
       verifier: verifier(),
       port: 0,
       settings: options.webhooks ?? webhookSettingsFromEnv(process.env, { allowPrivate: true }),
+      secretKeys,
     }));
     const merchants = track(await startMerchants({
       db,
@@ -153,7 +161,12 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<RunningEm
       port: 0,
       settings: options.merchants ?? merchantsSettingsFromEnv(process.env, { allowPrivate: true }),
       lookupMerchant: httpMerchantLookup(oauth.url, serviceToken),
+      secretKeys,
     }));
+    // One process owns this database: it converts what an older version left in plaintext, and
+    // finishes a rotation (a new key first in MERX_SECRETS_KEYS), before the API opens.
+    const resealed = await resealSigningSecrets(db, secretKeys);
+    if (Object.values(resealed).some((rows) => rows > 0)) logger.info({ resealed, key: secretKeys.activeKeyId }, 'signing secrets resealed');
     // Before the gateway, which routes /console to it; it calls the API back through the gateway's port.
     const consoleApp = track(await startConsole({
       db,

@@ -144,6 +144,7 @@ async function main(): Promise<void> {
     operatorToken: secrets.operator_token,
     cookieSecret: secrets.cookie_secret,
     consoleClientSecret: secrets.console_client_secret,
+    secretKeys: secrets.secrets_keys,
     gatewayPort: config.PORT,
     grpcPort: config.GRPC_PORT,
     ...(config.MERX_PUBLIC_URL ? { publicUrl: config.MERX_PUBLIC_URL } : {}),

@@ -18,6 +18,8 @@ const embeddedConfig = z.object({
   MERX_PUBLIC_URL: configFields.httpUrl('http://localhost:8080').optional(),
   MERX_ACCESS_TOKEN_TTL: configFields.positiveInt(900),
   MERX_TRUSTED_PROXIES: configFields.trustedProxies,
+  // Optional here: the first start generates a key into the data directory.
+  MERX_SECRETS_KEYS: configFields.secretKeys.optional(),
 });
 
 let config;
@@ -54,6 +56,7 @@ const merx = await startEmbedded({
   publicUrl: config.MERX_PUBLIC_URL,
   accessTokenTtlSeconds: config.MERX_ACCESS_TOKEN_TTL,
   trustedProxies: config.MERX_TRUSTED_PROXIES,
+  ...(config.MERX_SECRETS_KEYS ? { secretKeys: config.MERX_SECRETS_KEYS } : {}),
   throttle,
   signInThrottle,
   webhooks,

@@ -22,6 +22,7 @@ const merchants = await startMerchants({
   host: config.HOST,
   grpcPort: config.GRPC_PORT,
   settings: toMerchantsSettings(config),
+  secretKeys: config.MERX_SECRETS_KEYS,
   lookupMerchant: httpMerchantLookup(config.MERX_OAUTH_URL, config.MERX_SERVICE_TOKEN),
 }).catch((error: unknown) => exitOnStartFailure('merchants', error));
 logger.info({ url: merchants.url, grpc: merchants.grpc.address }, 'merchants listening');

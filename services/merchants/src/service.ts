@@ -1,4 +1,4 @@
-import { mountRouter, startGrpcServer, startService, type Bus, type RunningGrpcServer, type Consumer, type Db, type HostResolver, type Logger, type ReadinessCheck, type RunningService, type TokenVerifier, type MigrationMode } from '@merx/kit';
+import { installSecretKeyRing, mountRouter, startGrpcServer, startService, type Bus, type RunningGrpcServer, type Consumer, type Db, type HostResolver, type Logger, type ReadinessCheck, type RunningService, type TokenVerifier, type MigrationMode, type SecretKeyRing } from '@merx/kit';
 import { presentDestinationWithSecret } from './domain/destination.js';
 import { RuleRunner } from './domain/rules/index.js';
 import { consumeMerchantsEvents } from './events/consumer.js';
@@ -30,6 +30,8 @@ export interface MerchantsDeps {
   port: number;
   host?: string;
   settings: MerchantsSettings;
+  /** Seals destinations' signing secrets at rest and on the bus (MERX_SECRETS_KEYS, shared with webhooks). */
+  secretKeys: SecretKeyRing;
   /** The internal gRPC port of merx.v1.RecordService (the edge forwards to it); a free one when absent. */
   grpcPort?: number;
   /** DNS for the destination address checks (tests inject one); the system resolver otherwise. */
@@ -50,6 +52,7 @@ export interface RunningMerchants extends RunningService {
  */
 export async function startMerchants(deps: MerchantsDeps): Promise<RunningMerchants> {
   const { db, logger, settings } = deps;
+  installSecretKeyRing(deps.secretKeys);
   // Two workers: while one is replaced after a rule ran out of time, the other keeps routing.
   const runner = new RuleRunner({ timeoutMs: settings.ruleTimeoutMs, poolSize: 2 });
   let handlers: Parameters<typeof consumeMerchantsEvents>[2] | undefined;

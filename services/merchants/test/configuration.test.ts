@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import type { MerxEvent } from '@merx/kit';
+import { testSecretKeys } from '@merx/kit/testing';
 import { databases, useHarness } from './harness.js';
 
 const publicTopics = (events: MerxEvent[]) => events.filter((event) => !event.topic.startsWith('internal.')).map((event) => event.topic);
@@ -60,7 +61,9 @@ for (const { name, embedded } of databases) {
         ['destinations.created', 'internal.destination_synced', 'destinations.updated', 'internal.destination_synced', 'destinations.deleted', 'internal.destination_removed'],
       );
       const synced = events.filter((event) => event.topic === 'internal.destination_synced').map((event) => event.data.object);
-      assert.deepEqual(synced, [
+      for (const object of synced) assert.ok(String(object.secret).startsWith('sealed:v1:') && !JSON.stringify(object).includes('whsec_'), 'the secret crosses the bus sealed');
+      const opened = synced.map((object) => ({ ...object, secret: testSecretKeys().open(String(object.secret), { merchantId: api.merchantId, recordId: id }) }));
+      assert.deepEqual(opened, [
         { id, object: 'destination_endpoint', kind: 'http', url: 'https://erp.example.com/in', status: 'active', secret, version: 1 },
         { id, object: 'destination_endpoint', kind: 'http', url: 'https://erp.example.com/v2', status: 'paused', secret, version: 2 },
       ]);

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { createContractValidator, recordEventNames, type ContractValidator } from '@merx/contracts';
 import { buildEvent, createLogger, createPgliteDb, MemoryBus, newId, openPglite, type Db, type MerxEvent } from '@merx/kit';
-import { ContractClient, createScratchDatabase, HandledDeliveries, createTestTokenIssuer, EventLog, TEST_FLUSH_TOPIC, type TestTokenIssuer } from '@merx/kit/testing';
+import { ContractClient, createScratchDatabase, HandledDeliveries, createTestTokenIssuer, EventLog, TEST_FLUSH_TOPIC, type TestTokenIssuer, testSecretKeys } from '@merx/kit/testing';
 import { merchantsSettingsFromEnv, startMerchants, type RunningMerchants } from '../src/index.js';
 
 export const ALL_SCOPES = 'merchant:read merchant:write config:read config:write sandbox:reset';
@@ -114,6 +114,7 @@ export async function startHarness(options: { embedded?: boolean } = {}): Promis
       host: '127.0.0.1',
       // A generous rule budget: these tests are about routing, not about a slow machine's first compile.
       settings: merchantsSettingsFromEnv({ MERX_RULE_TIMEOUT_MS: '5000' }),
+      secretKeys: testSecretKeys(),
       // Destination URLs name public hosts; no test depends on real DNS.
       resolver: async () => [{ address: '93.184.216.34', family: 4 }],
     });

@@ -21,6 +21,7 @@ const webhooks = await startWebhooks({
   host: config.HOST,
   grpcPort: config.GRPC_PORT,
   settings: toWebhookSettings(config),
+  secretKeys: config.MERX_SECRETS_KEYS,
 }).catch((error: unknown) => exitOnStartFailure('webhooks', error));
 logger.info({ url: webhooks.url, grpc: webhooks.grpc.address }, 'webhooks listening');
 stopOnSignals(logger, async () => {

@@ -1,5 +1,5 @@
 import { createContractValidator } from '@merx/contracts';
-import { batchPerKey, mountRouter, WORK_QUEUES, startGrpcServer, startService, type RunningGrpcServer, type Bus, type Consumer, type Db, type Logger, type MerxEvent, type ReadinessCheck, type RunningService, type TokenVerifier, type MigrationMode } from '@merx/kit';
+import { batchPerKey, installSecretKeyRing, mountRouter, WORK_QUEUES, startGrpcServer, startService, type RunningGrpcServer, type Bus, type Consumer, type Db, type Logger, type MerxEvent, type ReadinessCheck, type RunningService, type SecretKeyRing, type TokenVerifier, type MigrationMode } from '@merx/kit';
 import { WebhookSender } from './delivery/sender.js';
 import type { HostResolver } from '@merx/kit';
 import { DeliveryWorker } from './engine/worker.js';
@@ -29,6 +29,8 @@ export interface WebhooksDeps {
   port: number;
   host?: string;
   settings: WebhookSettings;
+  /** Seals subscriptions' and destinations' signing secrets at rest (MERX_SECRETS_KEYS). */
+  secretKeys: SecretKeyRing;
   /** The internal gRPC port of merx.v1.EventService (the edge forwards to it); a free one when absent. */
   grpcPort?: number;
   /** Tests shorten how long StreamEvents lets events settle. */
@@ -56,6 +58,7 @@ export interface RunningWebhooks extends RunningService {
  */
 export async function startWebhooks(deps: WebhooksDeps): Promise<RunningWebhooks> {
   const { db, logger, settings } = deps;
+  installSecretKeyRing(deps.secretKeys);
   const now = deps.now ?? (() => new Date());
   const policy = { allowPrivateAddresses: settings.allowPrivateAddresses, allowedPrivateHosts: settings.allowedPrivateHosts, requireHttps: false };
   const sender = new WebhookSender({

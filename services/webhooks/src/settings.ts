@@ -80,4 +80,6 @@ export function webhookSettingsFromEnv(env: Record<string, string | undefined>, 
 export const webhooksServiceConfig = distributedServiceConfig(3004)
   .extend(webhookSettingsSchema({ allowPrivate: false }).shape)
   // GRPC_PORT: merx.v1.EventService for the edge, on the service network only.
-  .extend({ GRPC_PORT: configFields.port(50054) });
+  .extend({ GRPC_PORT: configFields.port(50054) })
+  // Shared with the merchants service: destinations' secrets travel sealed between the two.
+  .extend({ MERX_SECRETS_KEYS: configFields.secretKeys });

@@ -2,10 +2,10 @@ import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
 import { createContractValidator } from '@merx/contracts';
 import { buildEvent, canonicalJson, createLogger, createPgliteDb, MemoryBus, newId, openPglite, type Db, type MerxEvent } from '@merx/kit';
-import { ContractClient, createScratchDatabase, createTestTokenIssuer, type TestTokenIssuer } from '@merx/kit/testing';
+import { ContractClient, createScratchDatabase, createTestTokenIssuer, testSecretKeys, type TestTokenIssuer } from '@merx/kit/testing';
 import { startWebhooks, type RunningWebhooks, type WebhookSettings } from '../src/index.js';
 import { webhookSettingsFromEnv } from '../src/settings.js';
-import type { HostResolver } from '@merx/kit';
+import type { HostResolver, SecretKeyRing } from '@merx/kit';
 
 export const contract = createContractValidator();
 export const ALL_SCOPES = 'webhooks:read webhooks:write';
@@ -108,6 +108,8 @@ export interface HarnessOptions {
   bus?: MemoryBus;
   embedded?: boolean;
   resolver?: HostResolver;
+  /** The key ring sealing secrets (a rotation); the test process's own ring when absent. */
+  secretKeys?: SecretKeyRing;
 }
 
 /** A product event with a valid catalogue payload, for tests whose subject is delivery. */
@@ -154,6 +156,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     port: 0,
     host: '127.0.0.1',
     settings: options.settings ?? testSettings(),
+    secretKeys: options.secretKeys ?? testSecretKeys(),
     pollIntervalMs: 20,
     ...(options.now ? { now: options.now } : {}),
     ...(options.random ? { random: options.random } : {}),

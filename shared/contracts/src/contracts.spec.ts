@@ -356,6 +356,11 @@ describe('event catalogue and validateEvent', () => {
     assert.deepEqual(validator.validateEvent(anEvent({ topic: 'internal.destination_removed', data: { object: removed } })), []);
     assert.match(validator.validateEvent(anEvent({ topic: 'internal.destination_removed', data: { object: { ...removed, version: 0 } } })).join('\n'), /version/);
     assert.match(validator.validateEvent(anEvent({ topic: 'internal.nothing_like_it', data: { object: removed } })).join('\n'), /not an event of the catalogue/);
+    // A destination's secret crosses the bus sealed; plaintext only from messages queued before sealing.
+    const synced = { id: 'dst_01jd3k7q8m2x4v6b9c0d1e2f3g', object: 'destination_endpoint', kind: 'webhook', url: 'https://erp.example.com/hook', status: 'active', version: 3 };
+    assert.deepEqual(validator.validateEvent(anEvent({ topic: 'internal.destination_synced', data: { object: { ...synced, secret: 'sealed:v1:k1:AbC-_09xyz' } } })), []);
+    assert.deepEqual(validator.validateEvent(anEvent({ topic: 'internal.destination_synced', data: { object: { ...synced, secret: 'whsec_c2VjcmV0' } } })), []);
+    assert.match(validator.validateEvent(anEvent({ topic: 'internal.destination_synced', data: { object: { ...synced, secret: 'sealed:v2:k1:AAAA' } } })).join('\n'), /secret/);
   });
 });
 

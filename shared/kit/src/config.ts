@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { parseProxyList } from './client-address.js';
+import { SecretKeyRing } from './sealed-secrets.js';
 
 export { z } from 'zod';
 
@@ -88,6 +89,17 @@ export const configFields = {
   httpUrl: (example: string) => urlWithProtocols(['http:', 'https:'], example).transform((value) => value.replace(/\/+$/, '')),
   secret: (what: string) =>
     z.string({ error: `is required (${what}); generate one with: openssl rand -base64 32` }).min(32, `must be at least 32 characters (${what})`),
+  /** MERX_SECRETS_KEYS: `keyId:base64-32-bytes[,…]`, the first seals signing secrets, all open them. */
+  secretKeys: z
+    .string({ error: 'is required (keys sealing signing secrets at rest, keyId:base64 of 32 bytes; generate one with: echo "k1:$(openssl rand -base64 32)")' })
+    .transform((text, context) => {
+      try {
+        return SecretKeyRing.parse(text);
+      } catch (error) {
+        context.addIssue({ code: 'custom', message: `must be comma-separated keyId:base64-of-32-bytes entries, the sealing key first (${error instanceof Error ? error.message : String(error)})` });
+        return z.NEVER;
+      }
+    }),
   preparedStatements: z.enum(['named', 'unnamed'], { error: 'must be named, or unnamed behind a transaction-pooling PgBouncer' }).default('named'),
   /** Milliseconds, 0 allowed (no limit). */
   milliseconds: (fallback: number) => z.coerce.number({ error: 'must be a number of milliseconds' }).int().min(0).default(fallback),

@@ -37,6 +37,7 @@ export * from './canonical-json.js';
 export * from './batch.js';
 export * from './endpoint-addresses.js';
 export * from './signing-secret.js';
+export * from './sealed-secrets.js';
 export * from './time-zone.js';
 export * from './timestamps.js';
 export * from './query-parameters.js';

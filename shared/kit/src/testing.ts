@@ -5,6 +5,7 @@ import { createTokenVerifier, type TokenVerifier } from './auth.js';
 import { createPostgresDb, type Db } from './db.js';
 import type { Bus } from './bus.js';
 import type { MerxEvent } from './events.js';
+import { SecretKeyRing } from './sealed-secrets.js';
 
 export * from './testing-browser.js';
 
@@ -231,3 +232,14 @@ export class EventLog {
   }
 }
 export * from './testing-otlp.js';
+
+let testKeys: SecretKeyRing | undefined;
+
+/**
+ * The key ring a test process's services seal signing secrets with: one per process, random, as
+ * both services of a deployment share one (a destination's secret crosses the bus sealed).
+ */
+export function testSecretKeys(): SecretKeyRing {
+  testKeys ??= SecretKeyRing.generate('test');
+  return testKeys;
+}

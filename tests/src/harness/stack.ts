@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { AmqpBus, busRetryPolicyFromEnv, createLogger, type Logger, type MerxEvent } from '@merx/kit';
+import { AmqpBus, busRetryPolicyFromEnv, createLogger, newSecretKeyEntry, type Logger, type MerxEvent } from '@merx/kit';
 import { removeDeploymentFromBroker, startEmbedded, startLocalCluster, type ClusterService, type LocalCluster, type ServiceProcess } from '@merx/embedded';
 import { purgeThrottleState, throttleSettingsFromEnv } from '@merx/gateway';
 import { merchantsSettingsFromEnv } from '@merx/merchants';
@@ -182,6 +182,7 @@ export async function startDistributedStack(): Promise<Stack> {
       operatorToken,
       cookieSecret: randomBytes(32).toString('base64url'),
       consoleClientSecret: randomBytes(32).toString('base64url'),
+      secretKeys: newSecretKeyEntry(`e2e${randomBytes(4).toString('hex')}`),
       gatewayPort: 0,
       logDir: path.join(tmpdir(), `merx-${deployment}`),
       logLevel: process.env.LOG_LEVEL ?? 'warn',

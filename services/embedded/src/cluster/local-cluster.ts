@@ -1,6 +1,7 @@
+import { randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { brokerNamesOf, busRetryPolicyFromEnv, DEFAULT_RETRY_POLICY, freePort, newServiceToken, poisonQueueOf, retryDelaysOf, retryQueueOf, workQueueNames, type RetryPolicy } from '@merx/kit';
+import { brokerNamesOf, busRetryPolicyFromEnv, DEFAULT_RETRY_POLICY, freePort, newSecretKeyEntry, newServiceToken, poisonQueueOf, retryDelaysOf, retryQueueOf, workQueueNames, type RetryPolicy } from '@merx/kit';
 import amqp from 'amqplib';
 import { startServiceProcess, type ServiceProcess } from './service-process.js';
 
@@ -25,6 +26,8 @@ export interface LocalClusterOptions {
   consoleClientSecret: string;
   /** What services present to each other's internal routes; a fresh one per cluster when absent. */
   serviceToken?: string;
+  /** MERX_SECRETS_KEYS of the merchants and webhooks services (they share it); a fresh key per cluster when absent. */
+  secretKeys?: string;
   /** 0 picks a free one. */
   gatewayPort: number;
   /** The gateway's public gRPC port; 0 (or absent) picks a free one. */
@@ -89,6 +92,7 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
     MERX_SERVICE_TOKEN: options.serviceToken ?? newServiceToken(),
     LOG_LEVEL: options.logLevel ?? 'info',
   };
+  const secretKeys = options.secretKeys ?? newSecretKeyEntry(`k${randomBytes(4).toString('hex')}`);
   const envOf = (service: ClusterService): Record<string, string> => {
     const own: Record<string, string> =
       service === 'gateway'
@@ -107,6 +111,7 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
         : {
             DATABASE_URL: options.databaseUrl,
             ...(service === 'catalog' || service === 'merchants' || service === 'webhooks' ? { GRPC_PORT: String(grpcPorts[service]) } : {}),
+            ...(service === 'merchants' || service === 'webhooks' ? { MERX_SECRETS_KEYS: secretKeys } : {}),
             ...(service === 'oauth' ? { MERX_OPERATOR_TOKEN: options.operatorToken, MERX_COOKIE_SECRET: options.cookieSecret, MERX_CONSOLE_CLIENT_SECRET: options.consoleClientSecret } : {}),
             // The console calls the API through the gateway, as any client does.
             ...(service === 'console' ? { MERX_CONSOLE_CLIENT_SECRET: options.consoleClientSecret, MERX_GATEWAY_URL: local('gateway') } : {}),

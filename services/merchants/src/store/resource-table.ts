@@ -1,4 +1,4 @@
-import type { MerchantId, Queryable } from '@merx/kit';
+import { openSecret, sealSecret, type MerchantId, type Queryable, type SealedColumns } from '@merx/kit';
 import type { Resource } from '../domain/resource.js';
 import { MERCHANTS_SCHEMA } from './migrations.js';
 
@@ -9,6 +9,8 @@ export type ColumnType = 'text' | 'jsonb' | 'text[]' | 'boolean';
 export interface ResourceTable<F extends object> {
   name: string;
   columns: { [K in keyof F]-?: ColumnType };
+  /** Text columns holding signing secrets: sealed on write, opened on read (MERX_SECRETS_KEYS). */
+  sealed?: readonly string[];
 }
 
 /** A filter of a list: equality on a column, or membership in an array column. */
@@ -22,13 +24,28 @@ const columnsOf = <F extends object>(table: ResourceTable<F>) => Object.keys(tab
 const cast = (type: ColumnType) => (type === 'jsonb' ? '::jsonb' : type === 'text[]' ? '::text[]' : '');
 const toParam = (type: ColumnType, value: unknown) => (type === 'jsonb' ? (value === null ? null : JSON.stringify(value)) : value);
 
+/** A field's value as its column stores it: JSON text for jsonb, sealed for a secret. */
+function columnValue<F extends object>(table: ResourceTable<F>, column: keyof F & string, value: unknown, owner: { merchantId: string; recordId: string }): unknown {
+  if (table.sealed?.includes(column) && typeof value === 'string') return sealSecret(value, owner);
+  return toParam(table.columns[column], value);
+}
+
+/** The sealed columns of a table, for `npm run secrets:reseal`. */
+export function sealedColumnsOf(table: ResourceTable<object>): SealedColumns {
+  return { table: qualified(table), columns: [...(table.sealed ?? [])] };
+}
+
 function selectList<F extends object>(table: ResourceTable<F>): string {
   return ['merchant_id', 'id', ...columnsOf(table), 'version', 'created_at', 'updated_at'].join(', ');
 }
 
 function toResource<F extends object>(table: ResourceTable<F>, row: Record<string, unknown>): Resource<F> {
   const fields = {} as F;
-  for (const column of columnsOf(table)) (fields as Record<string, unknown>)[column] = row[column];
+  const owner = { merchantId: row.merchant_id as string, recordId: row.id as string };
+  for (const column of columnsOf(table)) {
+    const value = row[column];
+    (fields as Record<string, unknown>)[column] = table.sealed?.includes(column) && typeof value === 'string' ? openSecret(value, owner) : value;
+  }
   return {
     id: row.id as string,
     merchantId: row.merchant_id as string,
@@ -43,7 +60,7 @@ export async function insertResourceForMerchant<F extends object>(db: Queryable,
   const columns = columnsOf(table);
   const params: unknown[] = [merchantId, resource.id, resource.version, resource.createdAt, resource.updatedAt];
   const placeholders = columns.map((column) => {
-    params.push(toParam(table.columns[column], resource.fields[column]));
+    params.push(columnValue(table, column, resource.fields[column], { merchantId, recordId: resource.id }));
     return `$${params.length}${cast(table.columns[column])}`;
   });
   const { rows } = await db.query<Record<string, unknown>>(
@@ -120,7 +137,7 @@ export async function updateResourceForMerchant<F extends object>(
 ): Promise<Resource<F>> {
   const params: unknown[] = [merchantId, id, now];
   const sets = (Object.keys(changes) as (keyof F & string)[]).map((column) => {
-    params.push(toParam(table.columns[column], changes[column]));
+    params.push(columnValue(table, column, changes[column], { merchantId, recordId: id }));
     return `${column} = $${params.length}${cast(table.columns[column])}`;
   });
   const { rows } = await tx.query<Record<string, unknown>>(

@@ -5,14 +5,18 @@ import type { Resource } from '../domain/resource.js';
 import type { RuleFields } from '../domain/rule.js';
 import type { SourceFields } from '../domain/source.js';
 import { MERCHANTS_SCHEMA } from './migrations.js';
-import { listResourcesForMerchant, type ResourceTable } from './resource-table.js';
+import { listResourcesForMerchant, sealedColumnsOf, type ResourceTable } from './resource-table.js';
 
 export const SOURCES: ResourceTable<SourceFields> = { name: 'sources', columns: { name: 'text', kind: 'text', status: 'text', settings: 'jsonb' } };
 
 export const DESTINATIONS: ResourceTable<DestinationFields> = {
   name: 'destinations',
   columns: { name: 'text', kind: 'text', url: 'text', status: 'text', disabled_reason: 'text', secret: 'text' },
+  sealed: ['secret'],
 };
+
+/** Where the merchants service keeps signing secrets, for `npm run secrets:reseal`. */
+export const SEALED_DESTINATION_SECRETS = sealedColumnsOf(DESTINATIONS);
 
 export const RULES: ResourceTable<RuleFields> = {
   name: 'rules',

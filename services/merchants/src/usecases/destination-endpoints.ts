@@ -1,4 +1,4 @@
-import { buildEvent, generateSigningSecret, NotFound, recordInInbox, trustedMerchantId, type MerchantId, type MerxEvent, type Outbox } from '@merx/kit';
+import { buildEvent, generateSigningSecret, NotFound, recordInInbox, sealSecret, trustedMerchantId, type MerchantId, type MerxEvent, type Outbox } from '@merx/kit';
 import type { Destination, DestinationFields } from '../domain/destination.js';
 import { presentResource, previousFields } from '../domain/resource.js';
 import { MERCHANTS_SCHEMA } from '../store/migrations.js';
@@ -7,7 +7,11 @@ import { DESTINATIONS } from '../store/tables.js';
 
 export const DESTINATION_HEALTH_CONSUMER = 'merchants.destination_health';
 
-/** What the delivery engine keeps of a destination (internal.destination_synced): never a public event. */
+/**
+ * What the delivery engine keeps of a destination (internal.destination_synced): never a public
+ * event. The secret travels sealed under the key ring both services share, bound to this
+ * merchant and destination, so the message on the broker (or in a log of it) does not reveal it.
+ */
 export function destinationEndpointOf(destination: Destination) {
   return {
     id: destination.id,
@@ -15,7 +19,7 @@ export function destinationEndpointOf(destination: Destination) {
     kind: destination.fields.kind,
     url: destination.fields.url,
     status: destination.fields.status,
-    secret: destination.fields.secret,
+    secret: sealSecret(destination.fields.secret, { merchantId: destination.merchantId, recordId: destination.id }),
     version: destination.version,
   };
 }

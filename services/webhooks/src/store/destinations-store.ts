@@ -1,4 +1,4 @@
-import type { MerchantId, Queryable } from '@merx/kit';
+import { sealOptionalSecret, sealSecret, type MerchantId, type Queryable } from '@merx/kit';
 import type { DestinationEndpoint } from '../domain/destination.js';
 import type { DeliveryFormat, DisabledReason } from '../domain/endpoint.js';
 import { WEBHOOKS_SCHEMA } from './migrations.js';
@@ -23,6 +23,7 @@ export async function findDestinationForMerchant(db: Queryable, merchantId: Merc
 
 /** Writes the destination as the domain decided it (`destinationAfterSync`), creating it if new. Tenant-scoped. */
 export async function saveDestinationForMerchant(tx: Queryable, merchantId: MerchantId, destination: DestinationEndpoint): Promise<void> {
+  const owner = { merchantId, recordId: destination.id };
   await tx.query(
     `INSERT INTO ${ENDPOINTS} (merchant_id, id, kind, format, url, status, disabled_reason, secret, previous_secret, previous_secret_expires_at,
                                secret_rotated_at, enabled_at, version, created_at, updated_at)
@@ -39,8 +40,8 @@ export async function saveDestinationForMerchant(tx: Queryable, merchantId: Merc
       destination.url,
       destination.status,
       destination.disabledReason,
-      destination.secret,
-      destination.previousSecret,
+      sealSecret(destination.secret, owner),
+      sealOptionalSecret(destination.previousSecret, owner),
       destination.previousSecretExpiresAt,
       destination.secretRotatedAt,
       destination.enabledAt,

@@ -1,4 +1,4 @@
-import type { MerchantId, Queryable } from '@merx/kit';
+import { openOptionalSecret, openSecret, type MerchantId, type Queryable, type SealedColumns } from '@merx/kit';
 import type { DisabledReason, EndpointKey, EndpointKind, EndpointState, EndpointStatus } from '../domain/endpoint.js';
 import { WEBHOOKS_SCHEMA } from './migrations.js';
 
@@ -29,16 +29,20 @@ export interface CommonEndpointRow {
   updated_at: Date;
 }
 
-/** The fields a subscription and a destination share, from their row. */
+/** The columns holding signing secrets, sealed at rest (`npm run secrets:reseal` walks them). */
+export const SEALED_ENDPOINT_SECRETS: SealedColumns = { table: ENDPOINTS, columns: ['secret', 'previous_secret'] };
+
+/** The fields a subscription and a destination share, from their row; the secrets opened. */
 export function commonEndpointFields(row: CommonEndpointRow) {
+  const owner = { merchantId: row.merchant_id, recordId: row.id };
   return {
     id: row.id,
     merchantId: row.merchant_id,
     url: row.url,
     status: row.status,
     disabledReason: row.disabled_reason,
-    secret: row.secret,
-    previousSecret: row.previous_secret,
+    secret: openSecret(row.secret, owner),
+    previousSecret: openOptionalSecret(row.previous_secret, owner),
     previousSecretExpiresAt: row.previous_secret_expires_at,
     secretRotatedAt: row.secret_rotated_at,
     enabledAt: row.enabled_at,

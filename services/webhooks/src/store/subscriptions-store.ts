@@ -1,4 +1,4 @@
-import type { MerchantId, Queryable } from '@merx/kit';
+import { sealSecret, type MerchantId, type Queryable } from '@merx/kit';
 import type { DisabledReason, Subscription, SubscriptionChanges, SubscriptionInput, SubscriptionStatus } from '../domain/subscription.js';
 import { COMMON_ENDPOINT_COLUMNS, commonEndpointFields, ENDPOINTS, type CommonEndpointRow } from './endpoints-store.js';
 
@@ -24,7 +24,7 @@ export async function insertSubscriptionForMerchant(db: Queryable, merchantId: M
     `INSERT INTO ${ENDPOINTS} (merchant_id, id, kind, url, topics, description, status, disabled_reason, secret, enabled_at, version, created_at, updated_at)
      VALUES ($1, $2, 'subscription', $3, $4, $5, $6, $7, $8, $9, 1, $9, $9)
      RETURNING ${SUBSCRIPTION_COLUMNS}`,
-    [merchantId, id, input.url, input.topics, input.description, input.status, input.status === 'disabled' ? 'by_merchant' : null, secret, now],
+    [merchantId, id, input.url, input.topics, input.description, input.status, input.status === 'disabled' ? 'by_merchant' : null, sealSecret(secret, { merchantId, recordId: id }), now],
   );
   return toSubscription(rows[0]!);
 }
@@ -88,12 +88,13 @@ export async function updateSubscriptionForMerchant(
   return toSubscription(rows[0]!);
 }
 
+/** The previous secret moves over still sealed: the same row, so it opens as before. */
 export async function rotateSubscriptionSecret(tx: Queryable, merchantId: MerchantId, id: string, secret: string, previousExpiresAt: Date, now: Date): Promise<Subscription> {
   const { rows } = await tx.query<SubscriptionRow>(
     `UPDATE ${ENDPOINTS} SET previous_secret = secret, secret = $3, previous_secret_expires_at = $4, secret_rotated_at = $5,
        version = version + 1, updated_at = $5
      WHERE merchant_id = $1 AND id = $2 AND ${SUBSCRIPTION} RETURNING ${SUBSCRIPTION_COLUMNS}`,
-    [merchantId, id, secret, previousExpiresAt, now],
+    [merchantId, id, sealSecret(secret, { merchantId, recordId: id }), previousExpiresAt, now],
   );
   return toSubscription(rows[0]!);
 }

@@ -1,4 +1,4 @@
-import type { Queryable } from '@merx/kit';
+import { openOptionalSecret, openSecret, type Queryable } from '@merx/kit';
 import type { Attempt, DeliveryStatus } from '../domain/delivery.js';
 import type { DeliveryFormat, EndpointKind } from '../domain/endpoint.js';
 import { ENDPOINTS, markEndpointsDue, waiting } from './endpoints-store.js';
@@ -161,7 +161,9 @@ export async function claimDueDeliveries(tx: Queryable, workerId: string, limits
      CROSS JOIN LATERAL (SELECT format, url, secret, previous_secret, previous_secret_expires_at FROM ${ENDPOINTS} x WHERE x.merchant_id = c.merchant_id AND x.id = c.endpoint_id) s`,
     [locked.map((e) => e.merchant_id), locked.map((e) => e.id), take, workerId, now],
   );
-  const deliveries = rows.map((row) => ({
+  const deliveries = rows.map((row) => {
+    const owner = { merchantId: row.merchant_id, recordId: row.endpoint_id };
+    return {
     merchantId: row.merchant_id,
     id: row.id,
     eventId: row.event_id,
@@ -174,10 +176,11 @@ export async function claimDueDeliveries(tx: Queryable, workerId: string, limits
     payloadText: row.payload,
     format: row.format,
     url: row.url,
-    secret: row.secret,
-    previousSecret: row.previous_secret,
+    secret: openSecret(row.secret, owner),
+    previousSecret: openOptionalSecret(row.previous_secret, owner),
     previousSecretExpiresAt: row.previous_secret_expires_at,
-  }));
+  };
+  });
   return { deliveries, moreMayBeDue };
 }
 

@@ -1,4 +1,4 @@
-import { newId, type MerchantId, type Queryable } from '@merx/kit';
+import { newId, openSecret, type MerchantId, type Queryable } from '@merx/kit';
 import { becameSendable, destinationAfterSync, removalApplies, type DestinationRemoval, type DestinationSync, type RoutedRecord } from '../domain/destination.js';
 import { deleteDeliveriesOfEndpoint, type NewDelivery } from '../store/deliveries-store.js';
 import {
@@ -15,6 +15,16 @@ import { scheduleWaitingDeliveries } from '../store/endpoints-store.js';
  * delivery engine, from the internal messages that service sends. These run inside fan-out's
  * batch transaction, with the endpoint already locked (`lockEndpointsOfBatch`).
  */
+
+/**
+ * `internal.destination_synced` carries the secret sealed under the key ring both services share
+ * (bound to the merchant and destination, so it opens only for this destination); the engine
+ * works with it opened and its store seals it again. A secret that does not open fails the
+ * message, which then retries and ends with the poisoned ones, visible: it is never dropped.
+ */
+export function openedDestinationSync(merchantId: string, sync: DestinationSync): DestinationSync {
+  return { ...sync, secret: openSecret(sync.secret, { merchantId, recordId: sync.id }) };
+}
 
 /**
  * Applies `internal.destination_synced`. Answers whether deliveries became due: a destination

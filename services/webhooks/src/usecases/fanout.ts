@@ -9,7 +9,7 @@ import { lockEndpointsOfBatch } from '../store/endpoints-store.js';
 import { insertEvents } from '../store/events-store.js';
 import { WEBHOOKS_SCHEMA } from '../store/migrations.js';
 import { enabledSubscriptionsOfMerchants } from '../store/subscriptions-store.js';
-import { destinationRemoved, removeDestination, routedRecordDelivery, syncDestination } from './destinations.js';
+import { destinationRemoved, openedDestinationSync, removeDestination, routedRecordDelivery, syncDestination } from './destinations.js';
 import { resetSandbox } from './sandbox-reset.js';
 
 export const FANOUT_CONSUMER = 'webhooks.fanout';
@@ -50,7 +50,7 @@ export function fanOut({ outbox, logger, validator, secretOverlapMs, now = () =>
       if (!CONSUMED_INTERNAL.has(event.topic) || !wellFormed(event)) return [];
       const object = event.data.object;
       const merchantId = event.merchant_id;
-      if (event.topic === 'internal.destination_synced') return [{ kind: 'destination_synced', merchantId, sync: object as unknown as DestinationSync }];
+      if (event.topic === 'internal.destination_synced') return [{ kind: 'destination_synced', merchantId, sync: openedDestinationSync(merchantId, object as unknown as DestinationSync) }];
       if (event.topic === 'internal.destination_removed') return [{ kind: 'destination_removed', merchantId, removal: object as unknown as DestinationRemoval }];
       return [{ kind: 'record_routed', merchantId, routing: object as unknown as RoutedRecord }];
     }

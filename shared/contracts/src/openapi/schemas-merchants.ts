@@ -463,7 +463,12 @@ export const destinationEndpointSchema: JsonSchema = {
     kind: destinationProperties.kind,
     url: { type: 'string' },
     status: destinationProperties.status,
-    secret: signingSecretSchema,
+    secret: {
+      type: 'string',
+      // Plaintext only in messages sent before sealing existed, still queued across the upgrade.
+      anyOf: [{ pattern: '^sealed:v1:[A-Za-z0-9_-]{1,32}:[A-Za-z0-9_-]+$' }, { pattern: signingSecretSchema.pattern as string }],
+      description: 'The signing secret sealed under the key ring the services share (MERX_SECRETS_KEYS), bound to this merchant and destination; never plaintext on the bus.',
+    },
     version: resourceVersion,
   },
 };
