@@ -118,6 +118,7 @@ class WebhooksSubscriptionsResource(SyncResource):
                 "products.deleted",
                 "merchants.created",
                 "merchants.updated",
+                "merchants.standing_changed",
                 "merchants.throttle_updated",
                 "sources.created",
                 "sources.updated",
@@ -286,6 +287,7 @@ class WebhooksSubscriptionsResource(SyncResource):
                     "products.deleted",
                     "merchants.created",
                     "merchants.updated",
+                    "merchants.standing_changed",
                     "merchants.throttle_updated",
                     "sources.created",
                     "sources.updated",
@@ -489,6 +491,7 @@ class WebhooksDeliveriesResource(SyncResource):
                 "products.deleted",
                 "merchants.created",
                 "merchants.updated",
+                "merchants.standing_changed",
                 "merchants.throttle_updated",
                 "sources.created",
                 "sources.updated",
@@ -631,6 +634,7 @@ class WebhooksDeadLettersResource(SyncResource):
                 "products.deleted",
                 "merchants.created",
                 "merchants.updated",
+                "merchants.standing_changed",
                 "merchants.throttle_updated",
                 "sources.created",
                 "sources.updated",
@@ -735,6 +739,7 @@ class WebhooksDeadLettersResource(SyncResource):
                 "products.deleted",
                 "merchants.created",
                 "merchants.updated",
+                "merchants.standing_changed",
                 "merchants.throttle_updated",
                 "sources.created",
                 "sources.updated",
@@ -1146,11 +1151,11 @@ class MerchantResource(SyncResource):
     ) -> Merchant:
         """Update the merchant
 
-        Changes the given settings (`name`, `default_currency`, `timezone`) and increments
-        `version`. `mode`, `plan` and `status` are the operator's: a body naming any of them is a
-        422 with code `read_only` on that field. With If-Match the update applies only to that
-        version (412 otherwise). Emits `merchants.updated` with the changed fields before the change
-        in `previous`.
+        Changes the given settings (`name`, `default_currency`, `timezone`) and increments `version`
+        and `profile_version`. `mode`, `plan` and `status` are the operator's: a body naming any of
+        them is a 422 with code `read_only` on that field. With If-Match the update applies only to
+        that version (412 otherwise). Emits `merchants.updated` with the changed fields before the
+        change in `previous`.
 
         Requires the scope `merchant:write`.
 
@@ -2610,6 +2615,7 @@ class EventsResource(SyncResource):
                 "products.deleted",
                 "merchants.created",
                 "merchants.updated",
+                "merchants.standing_changed",
                 "merchants.throttle_updated",
                 "sources.created",
                 "sources.updated",
@@ -2850,7 +2856,7 @@ class MerchantsAdminResource(SyncResource):
         Changes `status` (`active` | `suspended`) and/or `plan`. Suspending refuses new tokens at
         once and kills every access token the merchant holds within a second, at the gateway and in
         every service; tokens issued before a suspension stay dead after reactivation. Emits
-        `merchants.updated`. Operators only.
+        `merchants.standing_changed` with the whole standing and its `version`. Operators only.
         """
         return self._client._request_model(
             Merchant,
@@ -3401,6 +3407,7 @@ class AsyncWebhooksSubscriptionsResource(AsyncResource):
                 "products.deleted",
                 "merchants.created",
                 "merchants.updated",
+                "merchants.standing_changed",
                 "merchants.throttle_updated",
                 "sources.created",
                 "sources.updated",
@@ -3569,6 +3576,7 @@ class AsyncWebhooksSubscriptionsResource(AsyncResource):
                     "products.deleted",
                     "merchants.created",
                     "merchants.updated",
+                    "merchants.standing_changed",
                     "merchants.throttle_updated",
                     "sources.created",
                     "sources.updated",
@@ -3772,6 +3780,7 @@ class AsyncWebhooksDeliveriesResource(AsyncResource):
                 "products.deleted",
                 "merchants.created",
                 "merchants.updated",
+                "merchants.standing_changed",
                 "merchants.throttle_updated",
                 "sources.created",
                 "sources.updated",
@@ -3914,6 +3923,7 @@ class AsyncWebhooksDeadLettersResource(AsyncResource):
                 "products.deleted",
                 "merchants.created",
                 "merchants.updated",
+                "merchants.standing_changed",
                 "merchants.throttle_updated",
                 "sources.created",
                 "sources.updated",
@@ -4018,6 +4028,7 @@ class AsyncWebhooksDeadLettersResource(AsyncResource):
                 "products.deleted",
                 "merchants.created",
                 "merchants.updated",
+                "merchants.standing_changed",
                 "merchants.throttle_updated",
                 "sources.created",
                 "sources.updated",
@@ -4429,11 +4440,11 @@ class AsyncMerchantResource(AsyncResource):
     ) -> Merchant:
         """Update the merchant
 
-        Changes the given settings (`name`, `default_currency`, `timezone`) and increments
-        `version`. `mode`, `plan` and `status` are the operator's: a body naming any of them is a
-        422 with code `read_only` on that field. With If-Match the update applies only to that
-        version (412 otherwise). Emits `merchants.updated` with the changed fields before the change
-        in `previous`.
+        Changes the given settings (`name`, `default_currency`, `timezone`) and increments `version`
+        and `profile_version`. `mode`, `plan` and `status` are the operator's: a body naming any of
+        them is a 422 with code `read_only` on that field. With If-Match the update applies only to
+        that version (412 otherwise). Emits `merchants.updated` with the changed fields before the
+        change in `previous`.
 
         Requires the scope `merchant:write`.
 
@@ -5893,6 +5904,7 @@ class AsyncEventsResource(AsyncResource):
                 "products.deleted",
                 "merchants.created",
                 "merchants.updated",
+                "merchants.standing_changed",
                 "merchants.throttle_updated",
                 "sources.created",
                 "sources.updated",
@@ -6133,7 +6145,7 @@ class AsyncMerchantsAdminResource(AsyncResource):
         Changes `status` (`active` | `suspended`) and/or `plan`. Suspending refuses new tokens at
         once and kills every access token the merchant holds within a second, at the gateway and in
         every service; tokens issued before a suspension stay dead after reactivation. Emits
-        `merchants.updated`. Operators only.
+        `merchants.standing_changed` with the whole standing and its `version`. Operators only.
         """
         return await self._client._request_model(
             Merchant,

@@ -59,7 +59,7 @@ export async function applyProvisionedMerchant(tx: Queryable, merchant: Merchant
   const newerStanding = `${TABLE}.standing_version < EXCLUDED.standing_version`;
   const take = (column: string, newer: string) => `${column} = CASE WHEN ${newer} THEN EXCLUDED.${column} ELSE ${TABLE}.${column} END`;
   await tx.query(
-    `INSERT INTO ${TABLE} (${COLUMNS}, version) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $8 + $9 - 1)
+    `INSERT INTO ${TABLE} (${COLUMNS}, version) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $8::integer + $9::integer - 1)
      ON CONFLICT (merchant_id) DO UPDATE SET
        ${['name', 'default_currency', 'timezone', 'profile_version'].map((column) => take(column, newerProfile)).join(', ')},
        ${['mode', 'plan', 'status', 'standing_version'].map((column) => take(column, newerStanding)).join(', ')},
@@ -79,7 +79,7 @@ export async function applyProvisionedMerchant(tx: Queryable, merchant: Merchant
  */
 export async function applyMerchantStanding(tx: Queryable, merchantId: MerchantId, standing: MerchantStanding): Promise<void> {
   await tx.query(
-    `INSERT INTO ${TABLE} (${COLUMNS}, version) VALUES ($1, NULL, $2, $3, NULL, NULL, $4, 0, $5, $6, $6, $5 - 1)
+    `INSERT INTO ${TABLE} (${COLUMNS}, version) VALUES ($1, NULL, $2, $3, NULL, NULL, $4, 0, $5, $6, $6, $5::integer - 1)
      ON CONFLICT (merchant_id) DO UPDATE SET mode = EXCLUDED.mode, plan = EXCLUDED.plan, status = EXCLUDED.status, standing_version = EXCLUDED.standing_version,
        version = ${TABLE}.profile_version + EXCLUDED.standing_version - 1, updated_at = GREATEST(${TABLE}.updated_at, EXCLUDED.updated_at)
      WHERE ${TABLE}.standing_version < EXCLUDED.standing_version`,
