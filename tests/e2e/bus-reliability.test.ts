@@ -42,12 +42,13 @@ describe('the bus never loses an event to a consumer\'s storage, and sets failur
       object.attributes = { [`colour${LONE_HIGH}`]: `red${NUL}` };
     });
     const provisioned = await stack.events.waitFor((e) => e.topic === 'merchants.created' && e.merchant_id === merchant.merchantId);
-    const profile = provisioned.data.object as { name: string; version: number };
+    const profile = provisioned.data.object as { name: string; version: number; profile_version: number };
     const renamed = variantOf(
       { ...provisioned, topic: 'merchants.updated' },
       (object) => {
         object.name = `Shop ${LONE_LOW}${NUL}`;
         object.version = profile.version + 1;
+        object.profile_version = profile.profile_version + 1;
       },
     );
     renamed.data.previous = { name: profile.name };

@@ -79,6 +79,15 @@ describe('upgrading a deployment: the migrate command on a database of the previ
       `INSERT INTO catalog.products (merchant_id, id, sku, title, price, currency, status, created_at, updated_at)
        VALUES ('mer_old', 'prod_old', 'OLD-1', 'From the last release', 12.5, 'EUR', 'active', now(), now())`,
     );
+    // A merchant of that release, changed on both sides: version 3 in oauth (its standing) and 4 in the merchants service (its profile).
+    await db.query(
+      `INSERT INTO oauth.merchants (id, name, mode, plan, default_currency, timezone, status, version, created_at, updated_at)
+       VALUES ('mch_old', 'Old shop', 'sandbox', 'scale', 'EUR', 'UTC', 'suspended', 3, now(), now())`,
+    );
+    await db.query(
+      `INSERT INTO merchants.merchants (merchant_id, name, mode, plan, default_currency, timezone, status, version, created_at, updated_at)
+       VALUES ('mch_old', 'Renamed old shop', 'sandbox', 'scale', 'EUR', 'UTC', 'suspended', 4, now(), now())`,
+    );
     await db.query(
       `INSERT INTO catalog.idempotency_keys (merchant_id, key, request_hash, state, response_status, response_body) VALUES ('mer_old', 'key-1', 'hash', 'done', 201, '{"id":"prod_old"}')`,
     );
@@ -99,7 +108,12 @@ describe('upgrading a deployment: the migrate command on a database of the previ
     const first = await migrateCommand(databaseUrl);
     assert.equal(first.code, 0, first.stderr);
     assert.match(first.stdout, /^migrate: catalog: applied 000_idempotency_keys_by_credential, 000_outbox_trace_context$/m);
-    assert.match(first.stdout, /^migrate: oauth: applied 000_idempotency_keys_by_credential, 000_outbox_trace_context, 012_login_failures$/m);
+    assert.match(first.stdout, /^migrate: oauth: applied 000_idempotency_keys_by_credential, 000_outbox_trace_context, 012_login_failures, 013_merchant_group_versions$/m);
+    // Each side's numbering so far goes on as the version of the half it owns; the shown version stays.
+    const { rows: standing } = await db.query(`SELECT status, standing_version, profile_version, standing_updated_at = updated_at AS same_time FROM oauth.merchants WHERE id = 'mch_old'`);
+    assert.deepEqual(standing, [{ status: 'suspended', standing_version: 3, profile_version: 1, same_time: true }]);
+    const { rows: profile } = await db.query(`SELECT name, profile_version, standing_version FROM merchants.merchants WHERE merchant_id = 'mch_old'`);
+    assert.deepEqual(profile, [{ name: 'Renamed old shop', profile_version: 4, standing_version: 1 }]);
     assert.match(first.stdout, /^migrate: console: applied 001_sessions$/m);
 
     const { rows: products } = await db.query(`SELECT sku, title, price::text AS price, currency FROM catalog.products WHERE merchant_id = 'mer_old'`);

@@ -6,7 +6,7 @@ import { merchantsSettingsFromEnv, startMerchants, type RunningMerchants } from 
 
 export const ALL_SCOPES = 'merchant:read merchant:write config:read config:write sandbox:reset';
 /** What the service consumes (events/consumer.ts): settling waits until each copy of these is handled. */
-const CONSUMED_TOPICS = new Set(['merchants.created', 'merchants.updated', ...recordEventNames, 'sandbox.reset', 'internal.sandbox_service_reset', 'internal.destination_disabled']);
+const CONSUMED_TOPICS = new Set(['merchants.created', 'merchants.updated', 'merchants.standing_changed', ...recordEventNames, 'sandbox.reset', 'internal.sandbox_service_reset', 'internal.destination_disabled']);
 
 /** Compiling the OpenAPI document is the slow part: one validator for every file. */
 export const contract: ContractValidator = createContractValidator();
@@ -53,7 +53,12 @@ export class MerchantsClient extends ContractClient {
 
 export function merchantObject(id: string, overrides: Record<string, unknown> = {}) {
   const at = new Date().toISOString();
-  return { id, object: 'merchant', name: 'Acme Sandbox', mode: 'sandbox', plan: 'sandbox', default_currency: 'EUR', timezone: 'Europe/Berlin', status: 'active', version: 1, created_at: at, updated_at: at, ...overrides };
+  return { id, object: 'merchant', name: 'Acme Sandbox', mode: 'sandbox', plan: 'sandbox', default_currency: 'EUR', timezone: 'Europe/Berlin', status: 'active', version: 1, profile_version: 1, standing_version: 1, created_at: at, updated_at: at, ...overrides };
+}
+
+/** The standing as oauth's merchants.standing_changed carries it. */
+export function standingObject(id: string, overrides: Record<string, unknown> = {}) {
+  return { object: 'merchant_standing', id, mode: 'sandbox', plan: 'sandbox', status: 'active', version: 2, updated_at: new Date().toISOString(), ...overrides };
 }
 
 export function order(externalId: string, data: Record<string, unknown> = {}) {

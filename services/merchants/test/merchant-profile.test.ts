@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { buildEvent } from '@merx/kit';
-import { databases, merchantObject, useHarness } from './harness.js';
+import { databases, merchantObject, standingObject, useHarness } from './harness.js';
 
 for (const { name, embedded } of databases) {
   describe(`merchant profile on ${name}`, function () {
-    this.timeout(30_000);
+    this.timeout(90_000);
     const harness = useHarness(embedded);
 
     it('answers 503 until merchants.created arrives, then the merchant with its ETag; a redelivery changes nothing', async () => {
@@ -35,7 +35,7 @@ for (const { name, embedded } of databases) {
       const updated = await api.patch('/api/v1/merchant', changes, { 'if-match': '"v1"' });
       assert.equal(updated.status, 200, updated.text);
       assert.equal(updated.headers.get('etag'), '"v2"');
-      assert.deepEqual({ name: updated.body.name, default_currency: updated.body.default_currency, timezone: updated.body.timezone, version: updated.body.version }, { ...changes, version: 2 });
+      assert.deepEqual({ name: updated.body.name, default_currency: updated.body.default_currency, timezone: updated.body.timezone, version: updated.body.version, profile_version: updated.body.profile_version, standing_version: updated.body.standing_version }, { ...changes, version: 2, profile_version: 2, standing_version: 1 });
       const unchanged = await api.patch('/api/v1/merchant', { name: 'Acme Europe' });
       assert.equal(unchanged.body.version, 2, 'repeating the current values is no change');
 
@@ -63,40 +63,62 @@ for (const { name, embedded } of databases) {
       assert.deepEqual(await api.topics(), ['merchants.created']);
     });
 
-    it("applies the operator's merchants.updated to the plan and never to the profile", async () => {
+    it("applies the operator's merchants.standing_changed to the standing, whole, and never to the profile", async () => {
       const api = await harness().merchant({ provision: true });
       assert.equal((await api.patch('/api/v1/merchant', { name: 'Named here' })).status, 200);
       await api.events();
 
-      const operatorCopy = merchantObject(api.merchantId, { name: 'Named at provisioning', plan: 'scale', version: 2 });
-      await harness().publish(api.merchantId, 'merchants.updated', operatorCopy, { plan: 'sandbox' });
+      await harness().publish(api.merchantId, 'merchants.standing_changed', standingObject(api.merchantId, { plan: 'scale', status: 'suspended', version: 2 }), { plan: 'sandbox', status: 'active' });
       const read = await api.get('/api/v1/merchant');
       assert.equal(read.status, 200);
-      assert.deepEqual([read.body.plan, read.body.name, read.body.mode, read.body.status], ['scale', 'Named here', 'sandbox', 'active']);
-      assert.ok(read.body.version >= 2);
-      assert.deepEqual(await api.topics(), ['merchants.created', 'merchants.updated', 'merchants.updated'], 'the standing change publishes nothing');
+      assert.deepEqual(
+        [read.body.plan, read.body.status, read.body.name, read.body.mode, read.body.profile_version, read.body.standing_version, read.body.version],
+        ['scale', 'suspended', 'Named here', 'sandbox', 2, 2, 3],
+      );
+      assert.equal(read.headers.get('etag'), '"v3"');
+      assert.deepEqual(await api.topics(), ['merchants.created', 'merchants.updated', 'merchants.standing_changed'], 'the standing change publishes nothing');
     });
 
-    it('creates the merchant from an operator merchants.updated that overtook merchants.created', async () => {
+    it('keeps the newer standing when two standing changes arrive out of order, and a redelivery changes nothing', async () => {
+      const api = await harness().merchant({ provision: true });
+      const suspended = buildEvent('merchants.standing_changed', api.merchantId, { object: standingObject(api.merchantId, { status: 'suspended', version: 2 }), previous: { status: 'active' } });
+      const reactivated = buildEvent('merchants.standing_changed', api.merchantId, { object: standingObject(api.merchantId, { status: 'active', plan: 'scale', version: 3 }), previous: { status: 'suspended', plan: 'sandbox' } });
+      await harness().deliver(reactivated);
+      await harness().deliver(suspended);
+      await harness().deliver(reactivated, 2);
+      const read = await api.get('/api/v1/merchant');
+      assert.deepEqual([read.body.status, read.body.plan, read.body.standing_version, read.body.version], ['active', 'scale', 3, 3], 'the late suspension does not undo the reactivation');
+    });
+
+    it('creates the merchant from a standing change that overtook merchants.created, and merchants.created undoes neither half', async () => {
       const api = await harness().merchant();
-      const object = merchantObject(api.merchantId, { plan: 'scale', version: 2 });
-      await harness().publish(api.merchantId, 'merchants.updated', object, { plan: 'sandbox' });
+      await harness().publish(api.merchantId, 'merchants.standing_changed', standingObject(api.merchantId, { plan: 'scale', version: 2 }), { plan: 'sandbox' });
+      assert.equal((await api.get('/api/v1/merchant')).status, 503, 'a standing alone is no merchant to show');
       await harness().publish(api.merchantId, 'merchants.created', merchantObject(api.merchantId));
       const read = await api.get('/api/v1/merchant');
       assert.equal(read.status, 200, read.text);
-      assert.deepEqual([read.body.plan, read.body.version], ['scale', 2], 'the older merchants.created does not undo the plan');
+      assert.deepEqual([read.body.plan, read.body.name, read.body.version], ['scale', 'Acme Sandbox', 2], 'the older merchants.created does not undo the plan');
     });
 
-    // Fails today: see the report (services/merchants/src/usecases/merchant-profile.ts, applyMerchantEvent).
-    it("does not let its own profile event, reaching the queue after the operator's re-plan, undo the plan", async () => {
+    it('never lets a profile event change the standing: neither its own echo nor a profile from elsewhere', async () => {
       const api = await harness().merchant({ provision: true });
-      // The merchant renames (v2) while the operator re-plans (oauth's v2). Both services publish at
-      // about the same moment; the broker may hand this service the operator's event first.
-      const renamedAt = new Date().toISOString();
-      await harness().publish(api.merchantId, 'merchants.updated', merchantObject(api.merchantId, { plan: 'scale', version: 2 }), { plan: 'sandbox' });
-      const ownEcho = merchantObject(api.merchantId, { name: 'Renamed', plan: 'sandbox', version: 2, updated_at: renamedAt });
+      // The merchant renames (profile v2) while the operator re-plans (standing v2). The broker may
+      // hand this service the operator's event first, then the echo of its own rename.
+      await harness().publish(api.merchantId, 'merchants.standing_changed', standingObject(api.merchantId, { plan: 'scale', version: 2 }), { plan: 'sandbox' });
+      const ownEcho = merchantObject(api.merchantId, { name: 'Renamed', plan: 'sandbox', status: 'suspended', version: 2, profile_version: 2 });
       await harness().publish(api.merchantId, 'merchants.updated', ownEcho, { name: 'Acme Sandbox' });
-      assert.equal((await api.get('/api/v1/merchant')).body.plan, 'scale', 'a profile change says nothing about the plan');
+      const read = await api.get('/api/v1/merchant');
+      assert.deepEqual([read.body.plan, read.body.status, read.body.name], ['scale', 'active', 'Acme Sandbox'], 'a profile event says nothing about the standing, and this service owns the profile');
+    });
+
+    it('takes an operator change the release before announced as merchants.updated (in flight during an upgrade) as a standing', async () => {
+      const api = await harness().merchant({ provision: true });
+      const legacy = merchantObject(api.merchantId, { plan: 'standard', version: 4 });
+      delete (legacy as Record<string, unknown>).profile_version;
+      delete (legacy as Record<string, unknown>).standing_version;
+      await harness().publish(api.merchantId, 'merchants.updated', legacy, { plan: 'sandbox' });
+      const read = await api.get('/api/v1/merchant');
+      assert.deepEqual([read.body.plan, read.body.standing_version, read.body.profile_version], ['standard', 4, 1]);
     });
   });
 }

@@ -15,6 +15,7 @@ export const eventNames = [
   'products.deleted',
   'merchants.created',
   'merchants.updated',
+  'merchants.standing_changed',
   'merchants.throttle_updated',
   ...(['sources', 'destinations', 'rules', 'connections'] as const).flatMap(
     (topic) => [`${topic}.created`, `${topic}.updated`, `${topic}.deleted`] as const,

@@ -1,6 +1,6 @@
 import { eventNames } from './event-names.js';
 import { partialOf, prefixedId, timestamp } from './openapi/fragments.js';
-import { apiKeySchema, merchantSchema, productSchema } from './openapi/schemas.js';
+import { apiKeySchema, merchantSchema, merchantStandingSchema, productSchema } from './openapi/schemas.js';
 import { systemAlertSchema, webhookDeliverySchema, webhookSubscriptionSchema } from './openapi/schemas-webhooks.js';
 import { connectionSchema, destinationSchema, ingestedRecordSchema, ruleSchema, sandboxResetSchema, sourceSchema } from './openapi/schemas-merchants.js';
 import { throttleOverrideSchema } from './openapi/paths-throttle.js';
@@ -131,9 +131,18 @@ export const eventCatalogue: ReadonlyArray<EventDefinition> = [
   {
     name: 'merchants.updated',
     topic: 'merchants',
-    description: 'The merchant\'s settings changed; `previous` holds the changed fields before the change.',
+    description:
+      'The merchant changed its profile (`name`, `default_currency`, `timezone`) with `PATCH /api/v1/merchant`; `object` is the merchant, `profile_version` counts profile changes, and `previous` holds the changed fields before the change. Published by the merchants service only; an operator\'s change of plan or status is `merchants.standing_changed`.',
     dataObjectSchema: merchantSchema,
     dataPreviousSchema: partialOf(merchantSchema),
+  },
+  {
+    name: 'merchants.standing_changed',
+    topic: 'merchants',
+    description:
+      'The operator suspended, reactivated or re-planned the merchant. `object` is the whole standing (`mode`, `plan`, `status`) with its own `version`; `previous` holds the changed fields before the change. A suspension kills every token the merchant holds. Published by the oauth service only.',
+    dataObjectSchema: merchantStandingSchema,
+    dataPreviousSchema: partialOf(merchantStandingSchema),
   },
   {
     name: 'merchants.throttle_updated',

@@ -5,7 +5,7 @@ import { Unauthenticated, Unavailable } from './errors.js';
 import type { MerxEvent } from './events.js';
 import { createLogger } from './logger.js';
 import { MemoryBus } from './memory-bus.js';
-import { revocationEntryOf, RevocationList, startRevocationFeed, type RevocationSnapshot, EVERY_CLIENT } from './revocations.js';
+import { revocationEntryOf, RevocationList, REVOCATION_TOPICS, startRevocationFeed, type RevocationSnapshot, EVERY_CLIENT } from './revocations.js';
 
 const MERCHANT = 'mch_01jd3k7q8m2x4v6b9c0d1e2f3g';
 const OTHER_MERCHANT = 'mch_01jd3k7q8m2x4v6b9c0d1e2f3h';
@@ -81,12 +81,21 @@ describe('RevocationList', () => {
     assert.equal(revocationEntryOf(event('api_keys.created', { prefix: KEY })), undefined);
   });
 
-  it('turns a suspension (merchants.updated to suspended) into a merchant-wide entry, and nothing else', () => {
-    const suspended = { ...event('merchants.updated', { status: 'suspended', updated_at: iso(T0) }), data: { object: { status: 'suspended', updated_at: iso(T0) }, previous: { status: 'active' } } } as MerxEvent;
+  it('turns a suspension (merchants.standing_changed to suspended) into a merchant-wide entry, and nothing else', () => {
+    const standing = { object: 'merchant_standing', id: MERCHANT, mode: 'sandbox', plan: 'standard', status: 'suspended', version: 2, updated_at: iso(T0) };
+    const suspended = { ...event('merchants.standing_changed', standing), data: { object: standing, previous: { status: 'active' } } } as MerxEvent;
     assert.deepEqual(revocationEntryOf(suspended), { client_id: EVERY_CLIENT, merchant_id: MERCHANT, revoked_at: iso(T0) });
-    const replanned = { ...suspended, data: { object: { status: 'suspended', updated_at: iso(T0) }, previous: { plan: 'sandbox' } } } as MerxEvent;
+    const replanned = { ...suspended, data: { object: standing, previous: { plan: 'sandbox' } } } as MerxEvent;
     assert.equal(revocationEntryOf(replanned), undefined, 'a plan change of a suspended merchant revokes nothing new');
-    assert.equal(revocationEntryOf(event('merchants.updated', { status: 'active' })), undefined);
+    assert.equal(revocationEntryOf(event('merchants.standing_changed', { ...standing, status: 'active' })), undefined);
+    assert.ok(REVOCATION_TOPICS.includes('merchants.standing_changed'), 'every verifier hears of suspensions');
+  });
+
+  it('still honours a suspension the release before announced as merchants.updated (in flight during an upgrade)', () => {
+    const legacy = { ...event('merchants.updated', { status: 'suspended', updated_at: iso(T0) }), data: { object: { status: 'suspended', updated_at: iso(T0) }, previous: { status: 'active' } } } as MerxEvent;
+    assert.deepEqual(revocationEntryOf(legacy), { client_id: EVERY_CLIENT, merchant_id: MERCHANT, revoked_at: iso(T0) });
+    const profile = { ...legacy, data: { object: { status: 'suspended', updated_at: iso(T0) }, previous: { name: 'Old name' } } } as MerxEvent;
+    assert.equal(revocationEntryOf(profile), undefined, 'a profile change of a suspended merchant revokes nothing new');
   });
 
   it('refuses every client of a suspended merchant issued before the suspension, and no other merchant', () => {

@@ -24,8 +24,12 @@ export interface RevocationSubject {
   issuedAt: number;
 }
 
-/** Topics whose events revoke tokens; each process listens to them on a transient queue. */
-export const REVOCATION_TOPICS = ['api_keys.revoked', 'apps.grant_revoked', 'merchants.updated'];
+/**
+ * Topics whose events revoke tokens; each process listens to them on a transient queue. A
+ * suspension is a `merchants.standing_changed`; `merchants.updated` stays for the suspensions the
+ * release before it announced that way, which may still be on the bus during an upgrade.
+ */
+export const REVOCATION_TOPICS = ['api_keys.revoked', 'apps.grant_revoked', 'merchants.standing_changed', 'merchants.updated'];
 
 /** The client id of a merchant-wide entry (a suspension): every client of that merchant. */
 export const EVERY_CLIENT = '*';
@@ -120,7 +124,7 @@ export function revocationEntryOf(event: MerxEvent): RevocationEntry | undefined
     const revokedAt = object.revoked_at ?? event.created_at;
     return typeof clientId === 'string' && typeof revokedAt === 'string' ? { client_id: clientId, revoked_at: revokedAt } : undefined;
   }
-  if (event.topic === 'merchants.updated') {
+  if (event.topic === 'merchants.standing_changed' || event.topic === 'merchants.updated') {
     // A suspension revokes every token the merchant holds; a merchant-wide entry never lacks its merchant.
     if (object.status !== 'suspended' || (event.data.previous as Record<string, unknown> | undefined)?.status === undefined) return undefined;
     const revokedAt = object.updated_at ?? event.created_at;

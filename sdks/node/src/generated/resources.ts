@@ -86,10 +86,10 @@ export class MerchantResource extends APIResource {
 
   /**
    * Update the merchant
-   * Changes the given settings (`name`, `default_currency`, `timezone`) and increments `version`.
-   * `mode`, `plan` and `status` are the operator's: a body naming any of them is a 422 with code
-   * `read_only` on that field. With If-Match the update applies only to that version (412 otherwise).
-   * Emits `merchants.updated` with the changed fields before the change in `previous`.
+   * Changes the given settings (`name`, `default_currency`, `timezone`) and increments `version` and
+   * `profile_version`. `mode`, `plan` and `status` are the operator's: a body naming any of them is a
+   * 422 with code `read_only` on that field. With If-Match the update applies only to that version (412
+   * otherwise). Emits `merchants.updated` with the changed fields before the change in `previous`.
    * Requires the scope `merchant:write`.
    *
    * `PATCH /api/v1/merchant` (merchant.update)
@@ -968,8 +968,8 @@ export class OperatorMerchantsResource extends APIResource {
    * Suspend, reactivate or re-plan a merchant
    * Changes `status` (`active` | `suspended`) and/or `plan`. Suspending refuses new tokens at once and
    * kills every access token the merchant holds within a second, at the gateway and in every service;
-   * tokens issued before a suspension stay dead after reactivation. Emits `merchants.updated`. Operators
-   * only.
+   * tokens issued before a suspension stay dead after reactivation. Emits `merchants.standing_changed`
+   * with the whole standing and its `version`. Operators only.
    *
    * `PATCH /admin/v1/merchants/{id}` (merchants.admin.update)
    */

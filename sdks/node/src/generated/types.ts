@@ -90,11 +90,33 @@ export interface Merchant {
   /** IANA time zone name. */
   timezone: string;
   status: 'active' | 'suspended';
-  /** Increases by one on every change; the ETag is derived from it. */
+  /** Increases by one on every change of the merchant, by its owner or by the operator (`profile_version` + `standing_version` - 1); the ETag is derived from it. */
   version: number;
+  /** Counts the changes of the profile (`name`, `default_currency`, `timezone`), which the merchant makes with `PATCH /api/v1/merchant` and `merchants.updated` announces. Absent from events published before it existed. */
+  profile_version?: number;
+  /** Counts the changes of the standing (`mode`, `plan`, `status`), which the operator makes with `PATCH /admin/v1/merchants/{id}` and `merchants.standing_changed` announces. Absent from events published before it existed. */
+  standing_version?: number;
   /** ISO 8601 in UTC with milliseconds. */
   created_at: string;
   /** ISO 8601 in UTC with milliseconds. */
+  updated_at: string;
+}
+
+/**
+ * The merchant's standing: what the operator decides (mode, plan, status).
+ */
+export interface MerchantStanding {
+  object: 'merchant_standing';
+  /** The merchant whose standing this is. */
+  id: string;
+  mode: 'sandbox' | 'live';
+  /** Sets the throttle numbers. */
+  plan: 'sandbox' | 'standard' | 'scale';
+  /** A suspended merchant's tokens are dead and no new ones are issued. */
+  status: 'active' | 'suspended';
+  /** The standing's own version (the merchant's `standing_version`): increases by one on every standing change. Keep the standing with the greatest version; an event with a smaller one is older. */
+  version: number;
+  /** When the standing last changed. */
   updated_at: string;
 }
 
@@ -1066,7 +1088,7 @@ export type WebhookSubscription = {
   /** Where deliveries are POSTed. https in live mode; private and loopback addresses are refused unless the platform is configured to allow them. */
   url: string;
   /** What the subscription receives, duplicates removed, in the order given. */
-  topics: (('*' | 'orders' | 'reviews' | 'campaign_spend' | 'system_alerts' | 'products' | 'merchants' | 'sources' | 'destinations' | 'rules' | 'connections' | 'auth' | 'api_keys' | 'apps' | 'webhooks' | 'sandbox' | 'orders.created' | 'reviews.submitted' | 'campaign_spend.updated' | 'system_alerts.raised' | 'products.created' | 'products.updated' | 'products.deleted' | 'merchants.created' | 'merchants.updated' | 'merchants.throttle_updated' | 'sources.created' | 'sources.updated' | 'sources.deleted' | 'destinations.created' | 'destinations.updated' | 'destinations.deleted' | 'rules.created' | 'rules.updated' | 'rules.deleted' | 'connections.created' | 'connections.updated' | 'connections.deleted' | 'auth.token_issued' | 'auth.denied' | 'api_keys.created' | 'api_keys.revoked' | 'apps.grant_revoked' | 'webhooks.subscription_created' | 'webhooks.subscription_updated' | 'webhooks.subscription_deleted' | 'webhooks.secret_rotated' | 'webhooks.dead_letter_replayed' | 'sandbox.reset' | 'sandbox.reset_completed')[]);
+  topics: (('*' | 'orders' | 'reviews' | 'campaign_spend' | 'system_alerts' | 'products' | 'merchants' | 'sources' | 'destinations' | 'rules' | 'connections' | 'auth' | 'api_keys' | 'apps' | 'webhooks' | 'sandbox' | 'orders.created' | 'reviews.submitted' | 'campaign_spend.updated' | 'system_alerts.raised' | 'products.created' | 'products.updated' | 'products.deleted' | 'merchants.created' | 'merchants.updated' | 'merchants.standing_changed' | 'merchants.throttle_updated' | 'sources.created' | 'sources.updated' | 'sources.deleted' | 'destinations.created' | 'destinations.updated' | 'destinations.deleted' | 'rules.created' | 'rules.updated' | 'rules.deleted' | 'connections.created' | 'connections.updated' | 'connections.deleted' | 'auth.token_issued' | 'auth.denied' | 'api_keys.created' | 'api_keys.revoked' | 'apps.grant_revoked' | 'webhooks.subscription_created' | 'webhooks.subscription_updated' | 'webhooks.subscription_deleted' | 'webhooks.secret_rotated' | 'webhooks.dead_letter_replayed' | 'sandbox.reset' | 'sandbox.reset_completed')[]);
   description: string | null;
   /** Only `enabled` subscriptions receive deliveries. */
   status: 'enabled' | 'disabled';
@@ -1094,7 +1116,7 @@ export type WebhookSubscriptionWithSecret = {
   /** Where deliveries are POSTed. https in live mode; private and loopback addresses are refused unless the platform is configured to allow them. */
   url: string;
   /** What the subscription receives, duplicates removed, in the order given. */
-  topics: (('*' | 'orders' | 'reviews' | 'campaign_spend' | 'system_alerts' | 'products' | 'merchants' | 'sources' | 'destinations' | 'rules' | 'connections' | 'auth' | 'api_keys' | 'apps' | 'webhooks' | 'sandbox' | 'orders.created' | 'reviews.submitted' | 'campaign_spend.updated' | 'system_alerts.raised' | 'products.created' | 'products.updated' | 'products.deleted' | 'merchants.created' | 'merchants.updated' | 'merchants.throttle_updated' | 'sources.created' | 'sources.updated' | 'sources.deleted' | 'destinations.created' | 'destinations.updated' | 'destinations.deleted' | 'rules.created' | 'rules.updated' | 'rules.deleted' | 'connections.created' | 'connections.updated' | 'connections.deleted' | 'auth.token_issued' | 'auth.denied' | 'api_keys.created' | 'api_keys.revoked' | 'apps.grant_revoked' | 'webhooks.subscription_created' | 'webhooks.subscription_updated' | 'webhooks.subscription_deleted' | 'webhooks.secret_rotated' | 'webhooks.dead_letter_replayed' | 'sandbox.reset' | 'sandbox.reset_completed')[]);
+  topics: (('*' | 'orders' | 'reviews' | 'campaign_spend' | 'system_alerts' | 'products' | 'merchants' | 'sources' | 'destinations' | 'rules' | 'connections' | 'auth' | 'api_keys' | 'apps' | 'webhooks' | 'sandbox' | 'orders.created' | 'reviews.submitted' | 'campaign_spend.updated' | 'system_alerts.raised' | 'products.created' | 'products.updated' | 'products.deleted' | 'merchants.created' | 'merchants.updated' | 'merchants.standing_changed' | 'merchants.throttle_updated' | 'sources.created' | 'sources.updated' | 'sources.deleted' | 'destinations.created' | 'destinations.updated' | 'destinations.deleted' | 'rules.created' | 'rules.updated' | 'rules.deleted' | 'connections.created' | 'connections.updated' | 'connections.deleted' | 'auth.token_issued' | 'auth.denied' | 'api_keys.created' | 'api_keys.revoked' | 'apps.grant_revoked' | 'webhooks.subscription_created' | 'webhooks.subscription_updated' | 'webhooks.subscription_deleted' | 'webhooks.secret_rotated' | 'webhooks.dead_letter_replayed' | 'sandbox.reset' | 'sandbox.reset_completed')[]);
   description: string | null;
   /** Only `enabled` subscriptions receive deliveries. */
   status: 'enabled' | 'disabled';
@@ -1118,7 +1140,7 @@ export interface WebhookSubscriptionCreate {
   /** Where deliveries are POSTed. https in live mode; private and loopback addresses are refused unless the platform is configured to allow them. */
   url: string;
   /** Duplicates are dropped. */
-  topics: (('*' | 'orders' | 'reviews' | 'campaign_spend' | 'system_alerts' | 'products' | 'merchants' | 'sources' | 'destinations' | 'rules' | 'connections' | 'auth' | 'api_keys' | 'apps' | 'webhooks' | 'sandbox' | 'orders.created' | 'reviews.submitted' | 'campaign_spend.updated' | 'system_alerts.raised' | 'products.created' | 'products.updated' | 'products.deleted' | 'merchants.created' | 'merchants.updated' | 'merchants.throttle_updated' | 'sources.created' | 'sources.updated' | 'sources.deleted' | 'destinations.created' | 'destinations.updated' | 'destinations.deleted' | 'rules.created' | 'rules.updated' | 'rules.deleted' | 'connections.created' | 'connections.updated' | 'connections.deleted' | 'auth.token_issued' | 'auth.denied' | 'api_keys.created' | 'api_keys.revoked' | 'apps.grant_revoked' | 'webhooks.subscription_created' | 'webhooks.subscription_updated' | 'webhooks.subscription_deleted' | 'webhooks.secret_rotated' | 'webhooks.dead_letter_replayed' | 'sandbox.reset' | 'sandbox.reset_completed')[]);
+  topics: (('*' | 'orders' | 'reviews' | 'campaign_spend' | 'system_alerts' | 'products' | 'merchants' | 'sources' | 'destinations' | 'rules' | 'connections' | 'auth' | 'api_keys' | 'apps' | 'webhooks' | 'sandbox' | 'orders.created' | 'reviews.submitted' | 'campaign_spend.updated' | 'system_alerts.raised' | 'products.created' | 'products.updated' | 'products.deleted' | 'merchants.created' | 'merchants.updated' | 'merchants.standing_changed' | 'merchants.throttle_updated' | 'sources.created' | 'sources.updated' | 'sources.deleted' | 'destinations.created' | 'destinations.updated' | 'destinations.deleted' | 'rules.created' | 'rules.updated' | 'rules.deleted' | 'connections.created' | 'connections.updated' | 'connections.deleted' | 'auth.token_issued' | 'auth.denied' | 'api_keys.created' | 'api_keys.revoked' | 'apps.grant_revoked' | 'webhooks.subscription_created' | 'webhooks.subscription_updated' | 'webhooks.subscription_deleted' | 'webhooks.secret_rotated' | 'webhooks.dead_letter_replayed' | 'sandbox.reset' | 'sandbox.reset_completed')[]);
   description?: string | null;
   status?: 'enabled' | 'disabled';
 }
@@ -1129,7 +1151,7 @@ export interface WebhookSubscriptionCreate {
 export interface WebhookSubscriptionUpdate {
   /** Where deliveries are POSTed. https in live mode; private and loopback addresses are refused unless the platform is configured to allow them. */
   url?: string;
-  topics?: (('*' | 'orders' | 'reviews' | 'campaign_spend' | 'system_alerts' | 'products' | 'merchants' | 'sources' | 'destinations' | 'rules' | 'connections' | 'auth' | 'api_keys' | 'apps' | 'webhooks' | 'sandbox' | 'orders.created' | 'reviews.submitted' | 'campaign_spend.updated' | 'system_alerts.raised' | 'products.created' | 'products.updated' | 'products.deleted' | 'merchants.created' | 'merchants.updated' | 'merchants.throttle_updated' | 'sources.created' | 'sources.updated' | 'sources.deleted' | 'destinations.created' | 'destinations.updated' | 'destinations.deleted' | 'rules.created' | 'rules.updated' | 'rules.deleted' | 'connections.created' | 'connections.updated' | 'connections.deleted' | 'auth.token_issued' | 'auth.denied' | 'api_keys.created' | 'api_keys.revoked' | 'apps.grant_revoked' | 'webhooks.subscription_created' | 'webhooks.subscription_updated' | 'webhooks.subscription_deleted' | 'webhooks.secret_rotated' | 'webhooks.dead_letter_replayed' | 'sandbox.reset' | 'sandbox.reset_completed')[]);
+  topics?: (('*' | 'orders' | 'reviews' | 'campaign_spend' | 'system_alerts' | 'products' | 'merchants' | 'sources' | 'destinations' | 'rules' | 'connections' | 'auth' | 'api_keys' | 'apps' | 'webhooks' | 'sandbox' | 'orders.created' | 'reviews.submitted' | 'campaign_spend.updated' | 'system_alerts.raised' | 'products.created' | 'products.updated' | 'products.deleted' | 'merchants.created' | 'merchants.updated' | 'merchants.standing_changed' | 'merchants.throttle_updated' | 'sources.created' | 'sources.updated' | 'sources.deleted' | 'destinations.created' | 'destinations.updated' | 'destinations.deleted' | 'rules.created' | 'rules.updated' | 'rules.deleted' | 'connections.created' | 'connections.updated' | 'connections.deleted' | 'auth.token_issued' | 'auth.denied' | 'api_keys.created' | 'api_keys.revoked' | 'apps.grant_revoked' | 'webhooks.subscription_created' | 'webhooks.subscription_updated' | 'webhooks.subscription_deleted' | 'webhooks.secret_rotated' | 'webhooks.dead_letter_replayed' | 'sandbox.reset' | 'sandbox.reset_completed')[]);
   description?: string | null;
   /** Enabling a disabled subscription clears `disabled_reason`; disabling sets it to `by_merchant`. */
   status?: 'enabled' | 'disabled';
@@ -1190,7 +1212,7 @@ export interface WebhookDelivery {
   /** The event delivered; the `webhook-id` header of every attempt. */
   event_id: string;
   /** An event name of the catalogue. */
-  topic: 'orders.created' | 'reviews.submitted' | 'campaign_spend.updated' | 'system_alerts.raised' | 'products.created' | 'products.updated' | 'products.deleted' | 'merchants.created' | 'merchants.updated' | 'merchants.throttle_updated' | 'sources.created' | 'sources.updated' | 'sources.deleted' | 'destinations.created' | 'destinations.updated' | 'destinations.deleted' | 'rules.created' | 'rules.updated' | 'rules.deleted' | 'connections.created' | 'connections.updated' | 'connections.deleted' | 'auth.token_issued' | 'auth.denied' | 'api_keys.created' | 'api_keys.revoked' | 'apps.grant_revoked' | 'webhooks.subscription_created' | 'webhooks.subscription_updated' | 'webhooks.subscription_deleted' | 'webhooks.secret_rotated' | 'webhooks.dead_letter_replayed' | 'sandbox.reset' | 'sandbox.reset_completed';
+  topic: 'orders.created' | 'reviews.submitted' | 'campaign_spend.updated' | 'system_alerts.raised' | 'products.created' | 'products.updated' | 'products.deleted' | 'merchants.created' | 'merchants.updated' | 'merchants.standing_changed' | 'merchants.throttle_updated' | 'sources.created' | 'sources.updated' | 'sources.deleted' | 'destinations.created' | 'destinations.updated' | 'destinations.deleted' | 'rules.created' | 'rules.updated' | 'rules.deleted' | 'connections.created' | 'connections.updated' | 'connections.deleted' | 'auth.token_issued' | 'auth.denied' | 'api_keys.created' | 'api_keys.revoked' | 'apps.grant_revoked' | 'webhooks.subscription_created' | 'webhooks.subscription_updated' | 'webhooks.subscription_deleted' | 'webhooks.secret_rotated' | 'webhooks.dead_letter_replayed' | 'sandbox.reset' | 'sandbox.reset_completed';
   /** The subscription delivered to; null for destinations and once the subscription is deleted. */
   subscription_id: string | null;
   /** The destination delivered to; null for subscriptions. */
@@ -1227,7 +1249,7 @@ export interface WebhookDeliveryWithAttempts {
   /** The event delivered; the `webhook-id` header of every attempt. */
   event_id: string;
   /** An event name of the catalogue. */
-  topic: 'orders.created' | 'reviews.submitted' | 'campaign_spend.updated' | 'system_alerts.raised' | 'products.created' | 'products.updated' | 'products.deleted' | 'merchants.created' | 'merchants.updated' | 'merchants.throttle_updated' | 'sources.created' | 'sources.updated' | 'sources.deleted' | 'destinations.created' | 'destinations.updated' | 'destinations.deleted' | 'rules.created' | 'rules.updated' | 'rules.deleted' | 'connections.created' | 'connections.updated' | 'connections.deleted' | 'auth.token_issued' | 'auth.denied' | 'api_keys.created' | 'api_keys.revoked' | 'apps.grant_revoked' | 'webhooks.subscription_created' | 'webhooks.subscription_updated' | 'webhooks.subscription_deleted' | 'webhooks.secret_rotated' | 'webhooks.dead_letter_replayed' | 'sandbox.reset' | 'sandbox.reset_completed';
+  topic: 'orders.created' | 'reviews.submitted' | 'campaign_spend.updated' | 'system_alerts.raised' | 'products.created' | 'products.updated' | 'products.deleted' | 'merchants.created' | 'merchants.updated' | 'merchants.standing_changed' | 'merchants.throttle_updated' | 'sources.created' | 'sources.updated' | 'sources.deleted' | 'destinations.created' | 'destinations.updated' | 'destinations.deleted' | 'rules.created' | 'rules.updated' | 'rules.deleted' | 'connections.created' | 'connections.updated' | 'connections.deleted' | 'auth.token_issued' | 'auth.denied' | 'api_keys.created' | 'api_keys.revoked' | 'apps.grant_revoked' | 'webhooks.subscription_created' | 'webhooks.subscription_updated' | 'webhooks.subscription_deleted' | 'webhooks.secret_rotated' | 'webhooks.dead_letter_replayed' | 'sandbox.reset' | 'sandbox.reset_completed';
   /** The subscription delivered to; null for destinations and once the subscription is deleted. */
   subscription_id: string | null;
   /** The destination delivered to; null for subscriptions. */
@@ -1293,7 +1315,7 @@ export interface WebhookDeadLetter {
   /** The event delivered; the `webhook-id` header of every attempt. */
   event_id: string;
   /** An event name of the catalogue. */
-  topic: 'orders.created' | 'reviews.submitted' | 'campaign_spend.updated' | 'system_alerts.raised' | 'products.created' | 'products.updated' | 'products.deleted' | 'merchants.created' | 'merchants.updated' | 'merchants.throttle_updated' | 'sources.created' | 'sources.updated' | 'sources.deleted' | 'destinations.created' | 'destinations.updated' | 'destinations.deleted' | 'rules.created' | 'rules.updated' | 'rules.deleted' | 'connections.created' | 'connections.updated' | 'connections.deleted' | 'auth.token_issued' | 'auth.denied' | 'api_keys.created' | 'api_keys.revoked' | 'apps.grant_revoked' | 'webhooks.subscription_created' | 'webhooks.subscription_updated' | 'webhooks.subscription_deleted' | 'webhooks.secret_rotated' | 'webhooks.dead_letter_replayed' | 'sandbox.reset' | 'sandbox.reset_completed';
+  topic: 'orders.created' | 'reviews.submitted' | 'campaign_spend.updated' | 'system_alerts.raised' | 'products.created' | 'products.updated' | 'products.deleted' | 'merchants.created' | 'merchants.updated' | 'merchants.standing_changed' | 'merchants.throttle_updated' | 'sources.created' | 'sources.updated' | 'sources.deleted' | 'destinations.created' | 'destinations.updated' | 'destinations.deleted' | 'rules.created' | 'rules.updated' | 'rules.deleted' | 'connections.created' | 'connections.updated' | 'connections.deleted' | 'auth.token_issued' | 'auth.denied' | 'api_keys.created' | 'api_keys.revoked' | 'apps.grant_revoked' | 'webhooks.subscription_created' | 'webhooks.subscription_updated' | 'webhooks.subscription_deleted' | 'webhooks.secret_rotated' | 'webhooks.dead_letter_replayed' | 'sandbox.reset' | 'sandbox.reset_completed';
   /** The subscription delivered to; null for destinations and once the subscription is deleted. */
   subscription_id: string | null;
   /** The destination delivered to; null for subscriptions. */
@@ -1303,7 +1325,7 @@ export interface WebhookDeadLetter {
     /** Event id; retries and replays keep it (it is the `webhook-id` header), so receivers drop duplicates by it. */
     id: string;
     /** The event name. */
-    topic: 'orders.created' | 'reviews.submitted' | 'campaign_spend.updated' | 'system_alerts.raised' | 'products.created' | 'products.updated' | 'products.deleted' | 'merchants.created' | 'merchants.updated' | 'merchants.throttle_updated' | 'sources.created' | 'sources.updated' | 'sources.deleted' | 'destinations.created' | 'destinations.updated' | 'destinations.deleted' | 'rules.created' | 'rules.updated' | 'rules.deleted' | 'connections.created' | 'connections.updated' | 'connections.deleted' | 'auth.token_issued' | 'auth.denied' | 'api_keys.created' | 'api_keys.revoked' | 'apps.grant_revoked' | 'webhooks.subscription_created' | 'webhooks.subscription_updated' | 'webhooks.subscription_deleted' | 'webhooks.secret_rotated' | 'webhooks.dead_letter_replayed' | 'sandbox.reset' | 'sandbox.reset_completed';
+    topic: 'orders.created' | 'reviews.submitted' | 'campaign_spend.updated' | 'system_alerts.raised' | 'products.created' | 'products.updated' | 'products.deleted' | 'merchants.created' | 'merchants.updated' | 'merchants.standing_changed' | 'merchants.throttle_updated' | 'sources.created' | 'sources.updated' | 'sources.deleted' | 'destinations.created' | 'destinations.updated' | 'destinations.deleted' | 'rules.created' | 'rules.updated' | 'rules.deleted' | 'connections.created' | 'connections.updated' | 'connections.deleted' | 'auth.token_issued' | 'auth.denied' | 'api_keys.created' | 'api_keys.revoked' | 'apps.grant_revoked' | 'webhooks.subscription_created' | 'webhooks.subscription_updated' | 'webhooks.subscription_deleted' | 'webhooks.secret_rotated' | 'webhooks.dead_letter_replayed' | 'sandbox.reset' | 'sandbox.reset_completed';
     /** The merchant the event belongs to. */
     merchant_id: string;
     /** ISO 8601 in UTC with milliseconds. */
@@ -1345,7 +1367,7 @@ export interface DeadLetterReplayRequest {
   /** Only dead letters of this destination. */
   destination_id?: string;
   /** An event name (`products.created`) or a topic (`products`: all its events). */
-  topic?: 'orders' | 'reviews' | 'campaign_spend' | 'system_alerts' | 'products' | 'merchants' | 'sources' | 'destinations' | 'rules' | 'connections' | 'auth' | 'api_keys' | 'apps' | 'webhooks' | 'sandbox' | 'orders.created' | 'reviews.submitted' | 'campaign_spend.updated' | 'system_alerts.raised' | 'products.created' | 'products.updated' | 'products.deleted' | 'merchants.created' | 'merchants.updated' | 'merchants.throttle_updated' | 'sources.created' | 'sources.updated' | 'sources.deleted' | 'destinations.created' | 'destinations.updated' | 'destinations.deleted' | 'rules.created' | 'rules.updated' | 'rules.deleted' | 'connections.created' | 'connections.updated' | 'connections.deleted' | 'auth.token_issued' | 'auth.denied' | 'api_keys.created' | 'api_keys.revoked' | 'apps.grant_revoked' | 'webhooks.subscription_created' | 'webhooks.subscription_updated' | 'webhooks.subscription_deleted' | 'webhooks.secret_rotated' | 'webhooks.dead_letter_replayed' | 'sandbox.reset' | 'sandbox.reset_completed';
+  topic?: 'orders' | 'reviews' | 'campaign_spend' | 'system_alerts' | 'products' | 'merchants' | 'sources' | 'destinations' | 'rules' | 'connections' | 'auth' | 'api_keys' | 'apps' | 'webhooks' | 'sandbox' | 'orders.created' | 'reviews.submitted' | 'campaign_spend.updated' | 'system_alerts.raised' | 'products.created' | 'products.updated' | 'products.deleted' | 'merchants.created' | 'merchants.updated' | 'merchants.standing_changed' | 'merchants.throttle_updated' | 'sources.created' | 'sources.updated' | 'sources.deleted' | 'destinations.created' | 'destinations.updated' | 'destinations.deleted' | 'rules.created' | 'rules.updated' | 'rules.deleted' | 'connections.created' | 'connections.updated' | 'connections.deleted' | 'auth.token_issued' | 'auth.denied' | 'api_keys.created' | 'api_keys.revoked' | 'apps.grant_revoked' | 'webhooks.subscription_created' | 'webhooks.subscription_updated' | 'webhooks.subscription_deleted' | 'webhooks.secret_rotated' | 'webhooks.dead_letter_replayed' | 'sandbox.reset' | 'sandbox.reset_completed';
   /** Only dead letters that died at or after this time. */
   since?: string;
   /** Only dead letters that died before this time. */
@@ -1372,7 +1394,7 @@ export type Event = EventDataByTopic & {
   id: string;
   object: 'event';
   /** The event name. */
-  topic: 'orders.created' | 'reviews.submitted' | 'campaign_spend.updated' | 'system_alerts.raised' | 'products.created' | 'products.updated' | 'products.deleted' | 'merchants.created' | 'merchants.updated' | 'merchants.throttle_updated' | 'sources.created' | 'sources.updated' | 'sources.deleted' | 'destinations.created' | 'destinations.updated' | 'destinations.deleted' | 'rules.created' | 'rules.updated' | 'rules.deleted' | 'connections.created' | 'connections.updated' | 'connections.deleted' | 'auth.token_issued' | 'auth.denied' | 'api_keys.created' | 'api_keys.revoked' | 'apps.grant_revoked' | 'webhooks.subscription_created' | 'webhooks.subscription_updated' | 'webhooks.subscription_deleted' | 'webhooks.secret_rotated' | 'webhooks.dead_letter_replayed' | 'sandbox.reset' | 'sandbox.reset_completed';
+  topic: 'orders.created' | 'reviews.submitted' | 'campaign_spend.updated' | 'system_alerts.raised' | 'products.created' | 'products.updated' | 'products.deleted' | 'merchants.created' | 'merchants.updated' | 'merchants.standing_changed' | 'merchants.throttle_updated' | 'sources.created' | 'sources.updated' | 'sources.deleted' | 'destinations.created' | 'destinations.updated' | 'destinations.deleted' | 'rules.created' | 'rules.updated' | 'rules.deleted' | 'connections.created' | 'connections.updated' | 'connections.deleted' | 'auth.token_issued' | 'auth.denied' | 'api_keys.created' | 'api_keys.revoked' | 'apps.grant_revoked' | 'webhooks.subscription_created' | 'webhooks.subscription_updated' | 'webhooks.subscription_deleted' | 'webhooks.secret_rotated' | 'webhooks.dead_letter_replayed' | 'sandbox.reset' | 'sandbox.reset_completed';
   /** The merchant the event belongs to. */
   merchant_id: string;
   /** ISO 8601 in UTC with milliseconds. */
@@ -1657,8 +1679,11 @@ export interface MerchantsCreatedEvent {
 }
 
 /**
- * The body of a `merchants.updated` delivery. The merchant's settings changed; `previous` holds the
- * changed fields before the change.
+ * The body of a `merchants.updated` delivery. The merchant changed its profile (`name`,
+ * `default_currency`, `timezone`) with `PATCH /api/v1/merchant`; `object` is the merchant,
+ * `profile_version` counts profile changes, and `previous` holds the changed fields before the change.
+ * Published by the merchants service only; an operator's change of plan or status is
+ * `merchants.standing_changed`.
  */
 export interface MerchantsUpdatedEvent {
   /** Event id; retries and replays keep it (it is the `webhook-id` header), so receivers drop duplicates by it. */
@@ -1686,11 +1711,53 @@ export interface MerchantsUpdatedEvent {
       /** IANA time zone name. */
       timezone?: string;
       status?: 'active' | 'suspended';
-      /** Increases by one on every change; the ETag is derived from it. */
+      /** Increases by one on every change of the merchant, by its owner or by the operator (`profile_version` + `standing_version` - 1); the ETag is derived from it. */
       version?: number;
+      /** Counts the changes of the profile (`name`, `default_currency`, `timezone`), which the merchant makes with `PATCH /api/v1/merchant` and `merchants.updated` announces. Absent from events published before it existed. */
+      profile_version?: number;
+      /** Counts the changes of the standing (`mode`, `plan`, `status`), which the operator makes with `PATCH /admin/v1/merchants/{id}` and `merchants.standing_changed` announces. Absent from events published before it existed. */
+      standing_version?: number;
       /** ISO 8601 in UTC with milliseconds. */
       created_at?: string;
       /** ISO 8601 in UTC with milliseconds. */
+      updated_at?: string;
+    };
+  };
+  /** Hex HMAC-SHA256 of the RFC 8785 canonical JSON of the other six fields, keyed by the secret's bytes (base64 after `whsec_`, the key Standard Webhooks uses). */
+  hmac_sha256: string;
+}
+
+/**
+ * The body of a `merchants.standing_changed` delivery. The operator suspended, reactivated or
+ * re-planned the merchant. `object` is the whole standing (`mode`, `plan`, `status`) with its own
+ * `version`; `previous` holds the changed fields before the change. A suspension kills every token the
+ * merchant holds. Published by the oauth service only.
+ */
+export interface MerchantsStandingChangedEvent {
+  /** Event id; retries and replays keep it (it is the `webhook-id` header), so receivers drop duplicates by it. */
+  id: string;
+  /** The event name. */
+  topic: 'merchants.standing_changed';
+  /** The merchant the event belongs to. */
+  merchant_id: string;
+  /** ISO 8601 in UTC with milliseconds. */
+  created_at: string;
+  api_version: 'v1';
+  data: {
+    object: MerchantStanding;
+    /** The changed fields as they were before the change. */
+    previous?: {
+      object?: 'merchant_standing';
+      /** The merchant whose standing this is. */
+      id?: string;
+      mode?: 'sandbox' | 'live';
+      /** Sets the throttle numbers. */
+      plan?: 'sandbox' | 'standard' | 'scale';
+      /** A suspended merchant's tokens are dead and no new ones are issued. */
+      status?: 'active' | 'suspended';
+      /** The standing's own version (the merchant's `standing_version`): increases by one on every standing change. Keep the standing with the greatest version; an event with a smaller one is older. */
+      version?: number;
+      /** When the standing last changed. */
       updated_at?: string;
     };
   };
@@ -2207,7 +2274,7 @@ export interface WebhooksSubscriptionUpdatedEvent {
       /** Where deliveries are POSTed. https in live mode; private and loopback addresses are refused unless the platform is configured to allow them. */
       url?: string;
       /** What the subscription receives, duplicates removed, in the order given. */
-      topics?: (('*' | 'orders' | 'reviews' | 'campaign_spend' | 'system_alerts' | 'products' | 'merchants' | 'sources' | 'destinations' | 'rules' | 'connections' | 'auth' | 'api_keys' | 'apps' | 'webhooks' | 'sandbox' | 'orders.created' | 'reviews.submitted' | 'campaign_spend.updated' | 'system_alerts.raised' | 'products.created' | 'products.updated' | 'products.deleted' | 'merchants.created' | 'merchants.updated' | 'merchants.throttle_updated' | 'sources.created' | 'sources.updated' | 'sources.deleted' | 'destinations.created' | 'destinations.updated' | 'destinations.deleted' | 'rules.created' | 'rules.updated' | 'rules.deleted' | 'connections.created' | 'connections.updated' | 'connections.deleted' | 'auth.token_issued' | 'auth.denied' | 'api_keys.created' | 'api_keys.revoked' | 'apps.grant_revoked' | 'webhooks.subscription_created' | 'webhooks.subscription_updated' | 'webhooks.subscription_deleted' | 'webhooks.secret_rotated' | 'webhooks.dead_letter_replayed' | 'sandbox.reset' | 'sandbox.reset_completed')[]);
+      topics?: (('*' | 'orders' | 'reviews' | 'campaign_spend' | 'system_alerts' | 'products' | 'merchants' | 'sources' | 'destinations' | 'rules' | 'connections' | 'auth' | 'api_keys' | 'apps' | 'webhooks' | 'sandbox' | 'orders.created' | 'reviews.submitted' | 'campaign_spend.updated' | 'system_alerts.raised' | 'products.created' | 'products.updated' | 'products.deleted' | 'merchants.created' | 'merchants.updated' | 'merchants.standing_changed' | 'merchants.throttle_updated' | 'sources.created' | 'sources.updated' | 'sources.deleted' | 'destinations.created' | 'destinations.updated' | 'destinations.deleted' | 'rules.created' | 'rules.updated' | 'rules.deleted' | 'connections.created' | 'connections.updated' | 'connections.deleted' | 'auth.token_issued' | 'auth.denied' | 'api_keys.created' | 'api_keys.revoked' | 'apps.grant_revoked' | 'webhooks.subscription_created' | 'webhooks.subscription_updated' | 'webhooks.subscription_deleted' | 'webhooks.secret_rotated' | 'webhooks.dead_letter_replayed' | 'sandbox.reset' | 'sandbox.reset_completed')[]);
       description?: string | null;
       /** Only `enabled` subscriptions receive deliveries. */
       status?: 'enabled' | 'disabled';
@@ -2522,7 +2589,7 @@ export interface WebhooksDeliveriesListParams {
   /** Only deliveries of this event (its first delivery and any replays). */
   event_id?: string;
   /** Only deliveries of this event, or of every event of this topic. */
-  topic?: 'orders' | 'reviews' | 'campaign_spend' | 'system_alerts' | 'products' | 'merchants' | 'sources' | 'destinations' | 'rules' | 'connections' | 'auth' | 'api_keys' | 'apps' | 'webhooks' | 'sandbox' | 'orders.created' | 'reviews.submitted' | 'campaign_spend.updated' | 'system_alerts.raised' | 'products.created' | 'products.updated' | 'products.deleted' | 'merchants.created' | 'merchants.updated' | 'merchants.throttle_updated' | 'sources.created' | 'sources.updated' | 'sources.deleted' | 'destinations.created' | 'destinations.updated' | 'destinations.deleted' | 'rules.created' | 'rules.updated' | 'rules.deleted' | 'connections.created' | 'connections.updated' | 'connections.deleted' | 'auth.token_issued' | 'auth.denied' | 'api_keys.created' | 'api_keys.revoked' | 'apps.grant_revoked' | 'webhooks.subscription_created' | 'webhooks.subscription_updated' | 'webhooks.subscription_deleted' | 'webhooks.secret_rotated' | 'webhooks.dead_letter_replayed' | 'sandbox.reset' | 'sandbox.reset_completed';
+  topic?: 'orders' | 'reviews' | 'campaign_spend' | 'system_alerts' | 'products' | 'merchants' | 'sources' | 'destinations' | 'rules' | 'connections' | 'auth' | 'api_keys' | 'apps' | 'webhooks' | 'sandbox' | 'orders.created' | 'reviews.submitted' | 'campaign_spend.updated' | 'system_alerts.raised' | 'products.created' | 'products.updated' | 'products.deleted' | 'merchants.created' | 'merchants.updated' | 'merchants.standing_changed' | 'merchants.throttle_updated' | 'sources.created' | 'sources.updated' | 'sources.deleted' | 'destinations.created' | 'destinations.updated' | 'destinations.deleted' | 'rules.created' | 'rules.updated' | 'rules.deleted' | 'connections.created' | 'connections.updated' | 'connections.deleted' | 'auth.token_issued' | 'auth.denied' | 'api_keys.created' | 'api_keys.revoked' | 'apps.grant_revoked' | 'webhooks.subscription_created' | 'webhooks.subscription_updated' | 'webhooks.subscription_deleted' | 'webhooks.secret_rotated' | 'webhooks.dead_letter_replayed' | 'sandbox.reset' | 'sandbox.reset_completed';
   /** Only deliveries in this status. */
   status?: 'pending' | 'succeeded' | 'failing' | 'dead';
   /** Only deliveries created at or after this time. */
@@ -2542,7 +2609,7 @@ export interface WebhooksDeadLettersListParams {
   /** Only dead letters of this destination. */
   destination_id?: string;
   /** Only dead letters of this event, or of every event of this topic. */
-  topic?: 'orders' | 'reviews' | 'campaign_spend' | 'system_alerts' | 'products' | 'merchants' | 'sources' | 'destinations' | 'rules' | 'connections' | 'auth' | 'api_keys' | 'apps' | 'webhooks' | 'sandbox' | 'orders.created' | 'reviews.submitted' | 'campaign_spend.updated' | 'system_alerts.raised' | 'products.created' | 'products.updated' | 'products.deleted' | 'merchants.created' | 'merchants.updated' | 'merchants.throttle_updated' | 'sources.created' | 'sources.updated' | 'sources.deleted' | 'destinations.created' | 'destinations.updated' | 'destinations.deleted' | 'rules.created' | 'rules.updated' | 'rules.deleted' | 'connections.created' | 'connections.updated' | 'connections.deleted' | 'auth.token_issued' | 'auth.denied' | 'api_keys.created' | 'api_keys.revoked' | 'apps.grant_revoked' | 'webhooks.subscription_created' | 'webhooks.subscription_updated' | 'webhooks.subscription_deleted' | 'webhooks.secret_rotated' | 'webhooks.dead_letter_replayed' | 'sandbox.reset' | 'sandbox.reset_completed';
+  topic?: 'orders' | 'reviews' | 'campaign_spend' | 'system_alerts' | 'products' | 'merchants' | 'sources' | 'destinations' | 'rules' | 'connections' | 'auth' | 'api_keys' | 'apps' | 'webhooks' | 'sandbox' | 'orders.created' | 'reviews.submitted' | 'campaign_spend.updated' | 'system_alerts.raised' | 'products.created' | 'products.updated' | 'products.deleted' | 'merchants.created' | 'merchants.updated' | 'merchants.standing_changed' | 'merchants.throttle_updated' | 'sources.created' | 'sources.updated' | 'sources.deleted' | 'destinations.created' | 'destinations.updated' | 'destinations.deleted' | 'rules.created' | 'rules.updated' | 'rules.deleted' | 'connections.created' | 'connections.updated' | 'connections.deleted' | 'auth.token_issued' | 'auth.denied' | 'api_keys.created' | 'api_keys.revoked' | 'apps.grant_revoked' | 'webhooks.subscription_created' | 'webhooks.subscription_updated' | 'webhooks.subscription_deleted' | 'webhooks.secret_rotated' | 'webhooks.dead_letter_replayed' | 'sandbox.reset' | 'sandbox.reset_completed';
   /** Only dead letters that died at or after this time. */
   since?: string;
   /** Only dead letters that died before this time. */
@@ -2559,7 +2626,7 @@ export interface EventsListParams {
   /** Opaque cursor from `next_cursor` of the previous page. */
   cursor?: string;
   /** Only this event, or every event of this topic. */
-  topic?: 'orders' | 'reviews' | 'campaign_spend' | 'system_alerts' | 'products' | 'merchants' | 'sources' | 'destinations' | 'rules' | 'connections' | 'auth' | 'api_keys' | 'apps' | 'webhooks' | 'sandbox' | 'orders.created' | 'reviews.submitted' | 'campaign_spend.updated' | 'system_alerts.raised' | 'products.created' | 'products.updated' | 'products.deleted' | 'merchants.created' | 'merchants.updated' | 'merchants.throttle_updated' | 'sources.created' | 'sources.updated' | 'sources.deleted' | 'destinations.created' | 'destinations.updated' | 'destinations.deleted' | 'rules.created' | 'rules.updated' | 'rules.deleted' | 'connections.created' | 'connections.updated' | 'connections.deleted' | 'auth.token_issued' | 'auth.denied' | 'api_keys.created' | 'api_keys.revoked' | 'apps.grant_revoked' | 'webhooks.subscription_created' | 'webhooks.subscription_updated' | 'webhooks.subscription_deleted' | 'webhooks.secret_rotated' | 'webhooks.dead_letter_replayed' | 'sandbox.reset' | 'sandbox.reset_completed';
+  topic?: 'orders' | 'reviews' | 'campaign_spend' | 'system_alerts' | 'products' | 'merchants' | 'sources' | 'destinations' | 'rules' | 'connections' | 'auth' | 'api_keys' | 'apps' | 'webhooks' | 'sandbox' | 'orders.created' | 'reviews.submitted' | 'campaign_spend.updated' | 'system_alerts.raised' | 'products.created' | 'products.updated' | 'products.deleted' | 'merchants.created' | 'merchants.updated' | 'merchants.standing_changed' | 'merchants.throttle_updated' | 'sources.created' | 'sources.updated' | 'sources.deleted' | 'destinations.created' | 'destinations.updated' | 'destinations.deleted' | 'rules.created' | 'rules.updated' | 'rules.deleted' | 'connections.created' | 'connections.updated' | 'connections.deleted' | 'auth.token_issued' | 'auth.denied' | 'api_keys.created' | 'api_keys.revoked' | 'apps.grant_revoked' | 'webhooks.subscription_created' | 'webhooks.subscription_updated' | 'webhooks.subscription_deleted' | 'webhooks.secret_rotated' | 'webhooks.dead_letter_replayed' | 'sandbox.reset' | 'sandbox.reset_completed';
   /** Only events created at or after this time. */
   since?: string;
   /** Only events created before this time. */
@@ -2618,6 +2685,7 @@ export type WebhookEvent =
   | DestinationsDeletedEvent
   | DestinationsUpdatedEvent
   | MerchantsCreatedEvent
+  | MerchantsStandingChangedEvent
   | MerchantsThrottleUpdatedEvent
   | MerchantsUpdatedEvent
   | OrdersCreatedEvent
@@ -2655,6 +2723,7 @@ export const WEBHOOK_TOPICS = [
   'destinations.deleted',
   'destinations.updated',
   'merchants.created',
+  'merchants.standing_changed',
   'merchants.throttle_updated',
   'merchants.updated',
   'orders.created',

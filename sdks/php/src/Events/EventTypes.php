@@ -24,6 +24,7 @@ final class EventTypes
         'destinations.deleted' => \Merx\Models\DestinationsDeletedEvent::class,
         'destinations.updated' => \Merx\Models\DestinationsUpdatedEvent::class,
         'merchants.created' => \Merx\Models\MerchantsCreatedEvent::class,
+        'merchants.standing_changed' => \Merx\Models\MerchantsStandingChangedEvent::class,
         'merchants.throttle_updated' => \Merx\Models\MerchantsThrottleUpdatedEvent::class,
         'merchants.updated' => \Merx\Models\MerchantsUpdatedEvent::class,
         'orders.created' => \Merx\Models\OrdersCreatedEvent::class,

@@ -18,7 +18,7 @@ final class Event extends Model
 {
     /**
      * @param 'event' $object
-     * @param 'orders.created'|'reviews.submitted'|'campaign_spend.updated'|'system_alerts.raised'|'products.created'|'products.updated'|'products.deleted'|'merchants.created'|'merchants.updated'|'merchants.throttle_updated'|'sources.created'|'sources.updated'|'sources.deleted'|'destinations.created'|'destinations.updated'|'destinations.deleted'|'rules.created'|'rules.updated'|'rules.deleted'|'connections.created'|'connections.updated'|'connections.deleted'|'auth.token_issued'|'auth.denied'|'api_keys.created'|'api_keys.revoked'|'apps.grant_revoked'|'webhooks.subscription_created'|'webhooks.subscription_updated'|'webhooks.subscription_deleted'|'webhooks.secret_rotated'|'webhooks.dead_letter_replayed'|'sandbox.reset'|'sandbox.reset_completed' $topic
+     * @param 'orders.created'|'reviews.submitted'|'campaign_spend.updated'|'system_alerts.raised'|'products.created'|'products.updated'|'products.deleted'|'merchants.created'|'merchants.updated'|'merchants.standing_changed'|'merchants.throttle_updated'|'sources.created'|'sources.updated'|'sources.deleted'|'destinations.created'|'destinations.updated'|'destinations.deleted'|'rules.created'|'rules.updated'|'rules.deleted'|'connections.created'|'connections.updated'|'connections.deleted'|'auth.token_issued'|'auth.denied'|'api_keys.created'|'api_keys.revoked'|'apps.grant_revoked'|'webhooks.subscription_created'|'webhooks.subscription_updated'|'webhooks.subscription_deleted'|'webhooks.secret_rotated'|'webhooks.dead_letter_replayed'|'sandbox.reset'|'sandbox.reset_completed' $topic
      * @param 'v1' $apiVersion
      */
     public function __construct(

@@ -35,12 +35,16 @@ final class Merchant extends Model
         /** IANA time zone name. */
         public readonly string $timezone,
         public readonly string $status,
-        /** Increases by one on every change; the ETag is derived from it. */
+        /** Increases by one on every change of the merchant, by its owner or by the operator (`profile_version` + `standing_version` - 1); the ETag is derived from it. */
         public readonly int $version,
         /** ISO 8601 in UTC with milliseconds. */
         public readonly string $createdAt,
         /** ISO 8601 in UTC with milliseconds. */
         public readonly string $updatedAt,
+        /** Counts the changes of the profile (`name`, `default_currency`, `timezone`), which the merchant makes with `PATCH /api/v1/merchant` and `merchants.updated` announces. Absent from events published before it existed. */
+        public readonly ?int $profileVersion = null,
+        /** Counts the changes of the standing (`mode`, `plan`, `status`), which the operator makes with `PATCH /admin/v1/merchants/{id}` and `merchants.standing_changed` announces. Absent from events published before it existed. */
+        public readonly ?int $standingVersion = null,
     ) {
     }
 
@@ -58,6 +62,8 @@ final class Merchant extends Model
             version: Hydrate::int(Hydrate::field($data, 'version', $path, true), $path . '.version'),
             createdAt: Hydrate::string(Hydrate::field($data, 'created_at', $path, true), $path . '.created_at'),
             updatedAt: Hydrate::string(Hydrate::field($data, 'updated_at', $path, true), $path . '.updated_at'),
+            profileVersion: Hydrate::nullable(Hydrate::field($data, 'profile_version', $path, false), $path . '.profile_version', static fn (mixed $v1, string $p1): int => Hydrate::int($v1, $p1)),
+            standingVersion: Hydrate::nullable(Hydrate::field($data, 'standing_version', $path, false), $path . '.standing_version', static fn (mixed $v1, string $p1): int => Hydrate::int($v1, $p1)),
         ))->withWireFields($data);
     }
 }

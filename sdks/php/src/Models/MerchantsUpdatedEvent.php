@@ -10,8 +10,11 @@ use Merx\Core\Hydrate;
 use Merx\Core\Model;
 
 /**
- * The body of a `merchants.updated` delivery. The merchant's settings changed; `previous` holds the
- * changed fields before the change.
+ * The body of a `merchants.updated` delivery. The merchant changed its profile (`name`,
+ * `default_currency`, `timezone`) with `PATCH /api/v1/merchant`; `object` is the merchant,
+ * `profile_version` counts profile changes, and `previous` holds the changed fields before the change.
+ * Published by the merchants service only; an operator's change of plan or status is
+ * `merchants.standing_changed`.
  *
  * Read-only; `toArray()` gives the fields as sent, snake_case.
  */

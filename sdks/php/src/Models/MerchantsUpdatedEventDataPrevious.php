@@ -35,8 +35,12 @@ final class MerchantsUpdatedEventDataPrevious extends Model
         /** IANA time zone name. */
         public readonly ?string $timezone = null,
         public readonly ?string $status = null,
-        /** Increases by one on every change; the ETag is derived from it. */
+        /** Increases by one on every change of the merchant, by its owner or by the operator (`profile_version` + `standing_version` - 1); the ETag is derived from it. */
         public readonly ?int $version = null,
+        /** Counts the changes of the profile (`name`, `default_currency`, `timezone`), which the merchant makes with `PATCH /api/v1/merchant` and `merchants.updated` announces. Absent from events published before it existed. */
+        public readonly ?int $profileVersion = null,
+        /** Counts the changes of the standing (`mode`, `plan`, `status`), which the operator makes with `PATCH /admin/v1/merchants/{id}` and `merchants.standing_changed` announces. Absent from events published before it existed. */
+        public readonly ?int $standingVersion = null,
         /** ISO 8601 in UTC with milliseconds. */
         public readonly ?string $createdAt = null,
         /** ISO 8601 in UTC with milliseconds. */
@@ -56,6 +60,8 @@ final class MerchantsUpdatedEventDataPrevious extends Model
             timezone: Hydrate::nullable(Hydrate::field($data, 'timezone', $path, false), $path . '.timezone', static fn (mixed $v1, string $p1): string => Hydrate::string($v1, $p1)),
             status: Hydrate::nullable(Hydrate::field($data, 'status', $path, false), $path . '.status', static fn (mixed $v1, string $p1): string => Hydrate::string($v1, $p1)),
             version: Hydrate::nullable(Hydrate::field($data, 'version', $path, false), $path . '.version', static fn (mixed $v1, string $p1): int => Hydrate::int($v1, $p1)),
+            profileVersion: Hydrate::nullable(Hydrate::field($data, 'profile_version', $path, false), $path . '.profile_version', static fn (mixed $v1, string $p1): int => Hydrate::int($v1, $p1)),
+            standingVersion: Hydrate::nullable(Hydrate::field($data, 'standing_version', $path, false), $path . '.standing_version', static fn (mixed $v1, string $p1): int => Hydrate::int($v1, $p1)),
             createdAt: Hydrate::nullable(Hydrate::field($data, 'created_at', $path, false), $path . '.created_at', static fn (mixed $v1, string $p1): string => Hydrate::string($v1, $p1)),
             updatedAt: Hydrate::nullable(Hydrate::field($data, 'updated_at', $path, false), $path . '.updated_at', static fn (mixed $v1, string $p1): string => Hydrate::string($v1, $p1)),
         ))->withWireFields($data);

@@ -30,10 +30,10 @@ final class Merchant extends Resource
 
     /**
      * Update the merchant
-     * Changes the given settings (`name`, `default_currency`, `timezone`) and increments `version`.
-     * `mode`, `plan` and `status` are the operator's: a body naming any of them is a 422 with code
-     * `read_only` on that field. With If-Match the update applies only to that version (412 otherwise).
-     * Emits `merchants.updated` with the changed fields before the change in `previous`.
+     * Changes the given settings (`name`, `default_currency`, `timezone`) and increments `version` and
+     * `profile_version`. `mode`, `plan` and `status` are the operator's: a body naming any of them is a
+     * 422 with code `read_only` on that field. With If-Match the update applies only to that version (412
+     * otherwise). Emits `merchants.updated` with the changed fields before the change in `previous`.
      * Requires the scope `merchant:write`.
      *
      * `PATCH /api/v1/merchant` (merchant.update)

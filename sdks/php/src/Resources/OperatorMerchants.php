@@ -45,8 +45,8 @@ final class OperatorMerchants extends Resource
      * Suspend, reactivate or re-plan a merchant
      * Changes `status` (`active` | `suspended`) and/or `plan`. Suspending refuses new tokens at once and
      * kills every access token the merchant holds within a second, at the gateway and in every service;
-     * tokens issued before a suspension stay dead after reactivation. Emits `merchants.updated`. Operators
-     * only.
+     * tokens issued before a suspension stay dead after reactivation. Emits `merchants.standing_changed`
+     * with the whole standing and its `version`. Operators only.
      *
      * `PATCH /admin/v1/merchants/{id}` (merchants.admin.update)
      *

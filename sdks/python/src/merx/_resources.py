@@ -118,6 +118,7 @@ class WebhooksSubscriptionsResource(SyncResource):
                 "products.deleted",
                 "merchants.created",
                 "merchants.updated",
+                "merchants.standing_changed",
                 "merchants.throttle_updated",
                 "sources.created",
                 "sources.updated",
@@ -286,6 +287,7 @@ class WebhooksSubscriptionsResource(SyncResource):
                     "products.deleted",
                     "merchants.created",
                     "merchants.updated",
+                    "merchants.standing_changed",
                     "merchants.throttle_updated",
                     "sources.created",
                     "sources.updated",
@@ -489,6 +491,7 @@ class WebhooksDeliveriesResource(SyncResource):
                 "products.deleted",
                 "merchants.created",
                 "merchants.updated",
+                "merchants.standing_changed",
                 "merchants.throttle_updated",
                 "sources.created",
                 "sources.updated",
@@ -631,6 +634,7 @@ class WebhooksDeadLettersResource(SyncResource):
                 "products.deleted",
                 "merchants.created",
                 "merchants.updated",
+                "merchants.standing_changed",
                 "merchants.throttle_updated",
                 "sources.created",
                 "sources.updated",
@@ -735,6 +739,7 @@ class WebhooksDeadLettersResource(SyncResource):
                 "products.deleted",
                 "merchants.created",
                 "merchants.updated",
+                "merchants.standing_changed",
                 "merchants.throttle_updated",
                 "sources.created",
                 "sources.updated",
@@ -1146,11 +1151,11 @@ class MerchantResource(SyncResource):
     ) -> Merchant:
         """Update the merchant
 
-        Changes the given settings (`name`, `default_currency`, `timezone`) and increments
-        `version`. `mode`, `plan` and `status` are the operator's: a body naming any of them is a
-        422 with code `read_only` on that field. With If-Match the update applies only to that
-        version (412 otherwise). Emits `merchants.updated` with the changed fields before the change
-        in `previous`.
+        Changes the given settings (`name`, `default_currency`, `timezone`) and increments `version`
+        and `profile_version`. `mode`, `plan` and `status` are the operator's: a body naming any of
+        them is a 422 with code `read_only` on that field. With If-Match the update applies only to
+        that version (412 otherwise). Emits `merchants.updated` with the changed fields before the
+        change in `previous`.
 
         Requires the scope `merchant:write`.
 
@@ -2646,6 +2651,7 @@ class EventsResource(SyncResource):
                 "products.deleted",
                 "merchants.created",
                 "merchants.updated",
+                "merchants.standing_changed",
                 "merchants.throttle_updated",
                 "sources.created",
                 "sources.updated",
@@ -2886,7 +2892,7 @@ class MerchantsAdminResource(SyncResource):
         Changes `status` (`active` | `suspended`) and/or `plan`. Suspending refuses new tokens at
         once and kills every access token the merchant holds within a second, at the gateway and in
         every service; tokens issued before a suspension stay dead after reactivation. Emits
-        `merchants.updated`. Operators only.
+        `merchants.standing_changed` with the whole standing and its `version`. Operators only.
         """
         return self._client._request_model(
             Merchant,
@@ -3437,6 +3443,7 @@ class AsyncWebhooksSubscriptionsResource(AsyncResource):
                 "products.deleted",
                 "merchants.created",
                 "merchants.updated",
+                "merchants.standing_changed",
                 "merchants.throttle_updated",
                 "sources.created",
                 "sources.updated",
@@ -3605,6 +3612,7 @@ class AsyncWebhooksSubscriptionsResource(AsyncResource):
                     "products.deleted",
                     "merchants.created",
                     "merchants.updated",
+                    "merchants.standing_changed",
                     "merchants.throttle_updated",
                     "sources.created",
                     "sources.updated",
@@ -3808,6 +3816,7 @@ class AsyncWebhooksDeliveriesResource(AsyncResource):
                 "products.deleted",
                 "merchants.created",
                 "merchants.updated",
+                "merchants.standing_changed",
                 "merchants.throttle_updated",
                 "sources.created",
                 "sources.updated",
@@ -3950,6 +3959,7 @@ class AsyncWebhooksDeadLettersResource(AsyncResource):
                 "products.deleted",
                 "merchants.created",
                 "merchants.updated",
+                "merchants.standing_changed",
                 "merchants.throttle_updated",
                 "sources.created",
                 "sources.updated",
@@ -4054,6 +4064,7 @@ class AsyncWebhooksDeadLettersResource(AsyncResource):
                 "products.deleted",
                 "merchants.created",
                 "merchants.updated",
+                "merchants.standing_changed",
                 "merchants.throttle_updated",
                 "sources.created",
                 "sources.updated",
@@ -4465,11 +4476,11 @@ class AsyncMerchantResource(AsyncResource):
     ) -> Merchant:
         """Update the merchant
 
-        Changes the given settings (`name`, `default_currency`, `timezone`) and increments
-        `version`. `mode`, `plan` and `status` are the operator's: a body naming any of them is a
-        422 with code `read_only` on that field. With If-Match the update applies only to that
-        version (412 otherwise). Emits `merchants.updated` with the changed fields before the change
-        in `previous`.
+        Changes the given settings (`name`, `default_currency`, `timezone`) and increments `version`
+        and `profile_version`. `mode`, `plan` and `status` are the operator's: a body naming any of
+        them is a 422 with code `read_only` on that field. With If-Match the update applies only to
+        that version (412 otherwise). Emits `merchants.updated` with the changed fields before the
+        change in `previous`.
 
         Requires the scope `merchant:write`.
 
@@ -5965,6 +5976,7 @@ class AsyncEventsResource(AsyncResource):
                 "products.deleted",
                 "merchants.created",
                 "merchants.updated",
+                "merchants.standing_changed",
                 "merchants.throttle_updated",
                 "sources.created",
                 "sources.updated",
@@ -6205,7 +6217,7 @@ class AsyncMerchantsAdminResource(AsyncResource):
         Changes `status` (`active` | `suspended`) and/or `plan`. Suspending refuses new tokens at
         once and kills every access token the merchant holds within a second, at the gateway and in
         every service; tokens issued before a suspension stay dead after reactivation. Emits
-        `merchants.updated`. Operators only.
+        `merchants.standing_changed` with the whole standing and its `version`. Operators only.
         """
         return await self._client._request_model(
             Merchant,

@@ -72,8 +72,12 @@ __all__ = [
     "MerchantCreateOwnerParam",
     "MerchantProvisioning",
     "MerchantProvisioningOwner",
+    "MerchantStanding",
     "MerchantsCreatedEvent",
     "MerchantsCreatedEventData",
+    "MerchantsStandingChangedEvent",
+    "MerchantsStandingChangedEventData",
+    "MerchantsStandingChangedEventDataPrevious",
     "MerchantsThrottleUpdatedEvent",
     "MerchantsThrottleUpdatedEventData",
     "MerchantsUpdatedEvent",
@@ -221,7 +225,19 @@ class Merchant(MerxObject):
     """IANA time zone name."""
     status: Literal["active", "suspended"]
     version: int
-    """Increases by one on every change; the ETag is derived from it."""
+    """Increases by one on every change of the merchant, by its owner or by the operator
+    (`profile_version` + `standing_version` - 1); the ETag is derived from it.
+    """
+    profile_version: Optional[int]
+    """Counts the changes of the profile (`name`, `default_currency`, `timezone`), which the merchant
+    makes with `PATCH /api/v1/merchant` and `merchants.updated` announces. Absent from events
+    published before it existed.
+    """
+    standing_version: Optional[int]
+    """Counts the changes of the standing (`mode`, `plan`, `status`), which the operator makes with
+    `PATCH /admin/v1/merchants/{id}` and `merchants.standing_changed` announces. Absent from events
+    published before it existed.
+    """
     created_at: str
     """ISO 8601 in UTC with milliseconds."""
     updated_at: str
@@ -695,6 +711,7 @@ class WebhookSubscriptionWithSecret(MerxObject):
             "products.deleted",
             "merchants.created",
             "merchants.updated",
+            "merchants.standing_changed",
             "merchants.throttle_updated",
             "sources.created",
             "sources.updated",
@@ -785,6 +802,7 @@ class WebhookSubscription(MerxObject):
             "products.deleted",
             "merchants.created",
             "merchants.updated",
+            "merchants.standing_changed",
             "merchants.throttle_updated",
             "sources.created",
             "sources.updated",
@@ -896,6 +914,7 @@ class WebhookDelivery(MerxObject):
         "products.deleted",
         "merchants.created",
         "merchants.updated",
+        "merchants.standing_changed",
         "merchants.throttle_updated",
         "sources.created",
         "sources.updated",
@@ -979,6 +998,7 @@ class WebhookDeliveryWithAttempts(MerxObject):
         "products.deleted",
         "merchants.created",
         "merchants.updated",
+        "merchants.standing_changed",
         "merchants.throttle_updated",
         "sources.created",
         "sources.updated",
@@ -1093,6 +1113,7 @@ class WebhookDeadLetter(MerxObject):
         "products.deleted",
         "merchants.created",
         "merchants.updated",
+        "merchants.standing_changed",
         "merchants.throttle_updated",
         "sources.created",
         "sources.updated",
@@ -1169,6 +1190,7 @@ class WebhookDeadLetterPayload(MerxObject):
         "products.deleted",
         "merchants.created",
         "merchants.updated",
+        "merchants.standing_changed",
         "merchants.throttle_updated",
         "sources.created",
         "sources.updated",
@@ -1239,6 +1261,7 @@ class Event(MerxObject):
         "products.deleted",
         "merchants.created",
         "merchants.updated",
+        "merchants.standing_changed",
         "merchants.throttle_updated",
         "sources.created",
         "sources.updated",
@@ -1924,8 +1947,11 @@ class MerchantsCreatedEventData(MerxObject):
 
 
 class MerchantsUpdatedEvent(MerxObject):
-    """The body of a `merchants.updated` delivery. The merchant's settings changed; `previous` holds
-    the changed fields before the change.
+    """The body of a `merchants.updated` delivery. The merchant changed its profile (`name`,
+    `default_currency`, `timezone`) with `PATCH /api/v1/merchant`; `object` is the merchant,
+    `profile_version` counts profile changes, and `previous` holds the changed fields before the
+    change. Published by the merchants service only; an operator's change of plan or status is
+    `merchants.standing_changed`.
     """
 
     id: str
@@ -1969,11 +1995,95 @@ class MerchantsUpdatedEventDataPrevious(MerxObject):
     """IANA time zone name."""
     status: Optional[Literal["active", "suspended"]]
     version: Optional[int]
-    """Increases by one on every change; the ETag is derived from it."""
+    """Increases by one on every change of the merchant, by its owner or by the operator
+    (`profile_version` + `standing_version` - 1); the ETag is derived from it.
+    """
+    profile_version: Optional[int]
+    """Counts the changes of the profile (`name`, `default_currency`, `timezone`), which the merchant
+    makes with `PATCH /api/v1/merchant` and `merchants.updated` announces. Absent from events
+    published before it existed.
+    """
+    standing_version: Optional[int]
+    """Counts the changes of the standing (`mode`, `plan`, `status`), which the operator makes with
+    `PATCH /admin/v1/merchants/{id}` and `merchants.standing_changed` announces. Absent from events
+    published before it existed.
+    """
     created_at: Optional[str]
     """ISO 8601 in UTC with milliseconds."""
     updated_at: Optional[str]
     """ISO 8601 in UTC with milliseconds."""
+
+
+class MerchantsStandingChangedEvent(MerxObject):
+    """The body of a `merchants.standing_changed` delivery. The operator suspended, reactivated or
+    re-planned the merchant. `object` is the whole standing (`mode`, `plan`, `status`) with its own
+    `version`; `previous` holds the changed fields before the change. A suspension kills every token
+    the merchant holds. Published by the oauth service only.
+    """
+
+    id: str
+    """Event id; retries and replays keep it (it is the `webhook-id` header), so receivers drop
+    duplicates by it.
+    """
+    topic: Literal["merchants.standing_changed"]
+    """The event name."""
+    merchant_id: str
+    """The merchant the event belongs to."""
+    created_at: str
+    """ISO 8601 in UTC with milliseconds."""
+    api_version: Literal["v1"]
+    data: MerchantsStandingChangedEventData
+    hmac_sha256: str
+    """Hex HMAC-SHA256 of the RFC 8785 canonical JSON of the other six fields, keyed by the secret's
+    bytes (base64 after `whsec_`, the key Standard Webhooks uses).
+    """
+
+
+class MerchantsStandingChangedEventData(MerxObject):
+    object: MerchantStanding
+    """The merchant's standing: what the operator decides (mode, plan, status)."""
+    previous: Optional[MerchantsStandingChangedEventDataPrevious]
+    """The changed fields as they were before the change."""
+
+
+class MerchantStanding(MerxObject):
+    """The merchant's standing: what the operator decides (mode, plan, status)."""
+
+    object: Literal["merchant_standing"]
+    id: str
+    """The merchant whose standing this is."""
+    mode: Literal["sandbox", "live"]
+    plan: Literal["sandbox", "standard", "scale"]
+    """Sets the throttle numbers."""
+    status: Literal["active", "suspended"]
+    """A suspended merchant's tokens are dead and no new ones are issued."""
+    version: int
+    """The standing's own version (the merchant's `standing_version`): increases by one on every
+    standing change. Keep the standing with the greatest version; an event with a smaller one is
+    older.
+    """
+    updated_at: str
+    """When the standing last changed."""
+
+
+class MerchantsStandingChangedEventDataPrevious(MerxObject):
+    """The changed fields as they were before the change."""
+
+    object: Optional[Literal["merchant_standing"]]
+    id: Optional[str]
+    """The merchant whose standing this is."""
+    mode: Optional[Literal["sandbox", "live"]]
+    plan: Optional[Literal["sandbox", "standard", "scale"]]
+    """Sets the throttle numbers."""
+    status: Optional[Literal["active", "suspended"]]
+    """A suspended merchant's tokens are dead and no new ones are issued."""
+    version: Optional[int]
+    """The standing's own version (the merchant's `standing_version`): increases by one on every
+    standing change. Keep the standing with the greatest version; an event with a smaller one is
+    older.
+    """
+    updated_at: Optional[str]
+    """When the standing last changed."""
 
 
 class MerchantsThrottleUpdatedEvent(MerxObject):
@@ -2744,6 +2854,7 @@ class WebhooksSubscriptionUpdatedEventDataPrevious(MerxObject):
                 "products.deleted",
                 "merchants.created",
                 "merchants.updated",
+                "merchants.standing_changed",
                 "merchants.throttle_updated",
                 "sources.created",
                 "sources.updated",
@@ -3090,6 +3201,7 @@ WebhookEvent = Union[
     ProductsDeletedEvent,
     MerchantsCreatedEvent,
     MerchantsUpdatedEvent,
+    MerchantsStandingChangedEvent,
     MerchantsThrottleUpdatedEvent,
     SourcesCreatedEvent,
     SourcesUpdatedEvent,
@@ -3132,6 +3244,7 @@ WEBHOOK_EVENT_TYPES: Dict[str, Type[MerxObject]] = {
     "products.deleted": ProductsDeletedEvent,
     "merchants.created": MerchantsCreatedEvent,
     "merchants.updated": MerchantsUpdatedEvent,
+    "merchants.standing_changed": MerchantsStandingChangedEvent,
     "merchants.throttle_updated": MerchantsThrottleUpdatedEvent,
     "sources.created": SourcesCreatedEvent,
     "sources.updated": SourcesUpdatedEvent,
@@ -3208,6 +3321,8 @@ register_fields(
         ("timezone", "timezone", None),
         ("status", "status", None),
         ("version", "version", None),
+        ("profile_version", "profile_version", None),
+        ("standing_version", "standing_version", None),
         ("created_at", "created_at", None),
         ("updated_at", "updated_at", None),
     ],
@@ -4512,10 +4627,65 @@ register_fields(
         ("timezone", "timezone", None),
         ("status", "status", None),
         ("version", "version", None),
+        ("profile_version", "profile_version", None),
+        ("standing_version", "standing_version", None),
         ("created_at", "created_at", None),
         ("updated_at", "updated_at", None),
     ],
     constants={"object": "merchant"},
+)
+
+register_fields(
+    MerchantsStandingChangedEvent,
+    [
+        ("id", "id", None),
+        ("topic", "topic", None),
+        ("merchant_id", "merchant_id", None),
+        ("created_at", "created_at", None),
+        ("api_version", "api_version", None),
+        ("data", "data", _model(MerchantsStandingChangedEventData)),
+        ("hmac_sha256", "hmac_sha256", None),
+    ],
+    required=("id", "topic", "merchant_id", "created_at", "api_version", "data", "hmac_sha256"),
+    constants={"topic": "merchants.standing_changed", "api_version": "v1"},
+)
+
+register_fields(
+    MerchantsStandingChangedEventData,
+    [
+        ("object", "object", _model(MerchantStanding)),
+        ("previous", "previous", _model(MerchantsStandingChangedEventDataPrevious)),
+    ],
+    required=("object",),
+)
+
+register_fields(
+    MerchantStanding,
+    [
+        ("object", "object", None),
+        ("id", "id", None),
+        ("mode", "mode", None),
+        ("plan", "plan", None),
+        ("status", "status", None),
+        ("version", "version", None),
+        ("updated_at", "updated_at", None),
+    ],
+    required=("object", "id", "mode", "plan", "status", "version", "updated_at"),
+    constants={"object": "merchant_standing"},
+)
+
+register_fields(
+    MerchantsStandingChangedEventDataPrevious,
+    [
+        ("object", "object", None),
+        ("id", "id", None),
+        ("mode", "mode", None),
+        ("plan", "plan", None),
+        ("status", "status", None),
+        ("version", "version", None),
+        ("updated_at", "updated_at", None),
+    ],
+    constants={"object": "merchant_standing"},
 )
 
 register_fields(

@@ -14,8 +14,27 @@ export interface Merchant {
   default_currency: string;
   timezone: string;
   status: string;
+  /** Every change of either half: `profileVersion + standingVersion - 1`. */
   version: number;
+  /** The profile's own count of changes; this service owns it. */
+  profileVersion: number;
+  /** The version of the standing copy this service holds; the oauth service owns the standing. */
+  standingVersion: number;
   createdAt: Date;
+  updatedAt: Date;
+}
+
+/** The merchant's `version`: one per change of either half, so both services show the same number once their copies agree. */
+export function combinedVersion(profileVersion: number, standingVersion: number): number {
+  return profileVersion + standingVersion - 1;
+}
+
+/** The operator's half as merchants.standing_changed carries it (`object`), with its own version. */
+export interface MerchantStanding {
+  mode: 'sandbox' | 'live';
+  plan: string;
+  status: string;
+  version: number;
   updatedAt: Date;
 }
 
@@ -24,7 +43,7 @@ export const PROFILE_FIELDS = ['name', 'default_currency', 'timezone'] as const;
 /** The operator's fields, kept by the oauth service; this service copies them from its events. */
 export const STANDING_FIELDS = ['mode', 'plan', 'status'] as const;
 export type StandingField = (typeof STANDING_FIELDS)[number];
-const NOT_THE_MERCHANTS = [...STANDING_FIELDS, 'id', 'object', 'version', 'created_at', 'updated_at'];
+const NOT_THE_MERCHANTS = [...STANDING_FIELDS, 'id', 'object', 'version', 'profile_version', 'standing_version', 'created_at', 'updated_at'];
 
 export function validateProfileChanges(input: unknown): Partial<MerchantProfile> {
   const body = bodyObject(input);
@@ -59,6 +78,8 @@ export function presentMerchant(merchant: Merchant) {
     timezone: merchant.timezone,
     status: merchant.status,
     version: merchant.version,
+    profile_version: merchant.profileVersion,
+    standing_version: merchant.standingVersion,
     created_at: merchant.createdAt.toISOString(),
     updated_at: merchant.updatedAt.toISOString(),
   };
@@ -66,8 +87,15 @@ export function presentMerchant(merchant: Merchant) {
 
 export type MerchantResource = ReturnType<typeof presentMerchant>;
 
-/** A merchant object from another service's event (merchants.created / .updated) as this service stores it. */
-export function merchantFromEvent(object: MerchantResource): Merchant {
+/**
+ * A merchant object as the oauth service announces it at provisioning (merchants.created) or
+ * answers for it (the internal lookup): both halves, each with its version. An object from before
+ * the halves had versions is a new merchant (both 1) or, from the lookup, one whose `version` was
+ * oauth's count of standing changes.
+ */
+export function merchantFromEvent(object: Omit<MerchantResource, 'profile_version' | 'standing_version'> & { profile_version?: number; standing_version?: number }): Merchant {
+  const profileVersion = object.profile_version ?? 1;
+  const standingVersion = object.standing_version ?? object.version;
   return {
     id: object.id,
     name: object.name,
@@ -76,8 +104,37 @@ export function merchantFromEvent(object: MerchantResource): Merchant {
     default_currency: object.default_currency,
     timezone: object.timezone,
     status: object.status,
-    version: object.version,
+    version: combinedVersion(profileVersion, standingVersion),
+    profileVersion,
+    standingVersion,
     createdAt: new Date(object.created_at),
     updatedAt: new Date(object.updated_at),
   };
+}
+
+/**
+ * The standing a `merchants.standing_changed` carries. The release before this one announced the
+ * operator's changes as merchants.updated with the whole merchant, `previous` naming status or
+ * plan and `version` counting oauth's changes (where the standing's numbering goes on); one of
+ * those still on the bus during an upgrade is read the same way. Undefined for anything else,
+ * among them this service's own merchants.updated (a profile change). A standing that does not
+ * hold together is a publisher's bug: throwing parks it on the poison queue.
+ */
+export function standingOf(topic: string, data: { object: Record<string, unknown>; previous?: Record<string, unknown> }): MerchantStanding | undefined {
+  if (topic === 'merchants.updated') {
+    const previous = data.previous ?? {};
+    const namesStanding = STANDING_FIELDS.some((field) => Object.hasOwn(previous, field));
+    const namesProfile = PROFILE_FIELDS.some((field) => Object.hasOwn(previous, field));
+    if (!namesStanding || namesProfile) return undefined;
+  } else if (topic !== 'merchants.standing_changed') return undefined;
+  const { mode, plan, status, version, updated_at: updatedAt } = data.object;
+  const changedAt = typeof updatedAt === 'string' ? new Date(updatedAt) : undefined;
+  const problems: string[] = [];
+  if (mode !== 'sandbox' && mode !== 'live') problems.push('mode');
+  if (typeof plan !== 'string' || plan.length === 0) problems.push('plan');
+  if (status !== 'active' && status !== 'suspended') problems.push('status');
+  if (typeof version !== 'number' || !Number.isInteger(version) || version < 1) problems.push('version');
+  if (!changedAt || Number.isNaN(changedAt.getTime())) problems.push('updated_at');
+  if (problems.length > 0) throw new Error(`${topic} carries an unusable standing (${problems.join(', ')})`);
+  return { mode: mode as MerchantStanding['mode'], plan: plan as string, status: status as string, version: version as number, updatedAt: changedAt! };
 }

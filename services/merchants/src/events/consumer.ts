@@ -20,13 +20,16 @@ export const MERCHANTS_QUEUE = WORK_QUEUES.merchants;
 
 /**
  * What this service hears on the bus, through one durable queue its replicas share: the
- * merchant's provisioning and standing (oauth), ingested records to route (its own events),
+ * merchant's provisioning and standing changes (oauth), ingested records to route (its own events),
  * sandbox resets and each service's report on them, and destinations the delivery engine
  * switched off. Each handler commits its effect with an inbox row, so redeliveries are harmless.
  */
 export async function consumeMerchantsEvents(bus: Bus, db: Db, handlers: MerchantsEventHandlers): Promise<Consumer> {
   const byTopic = new Map<string, (event: MerxEvent) => Promise<unknown>>([
     ['merchants.created', (event) => handleEventOnce(db, MERCHANTS_SCHEMA, ACCOUNTS_CONSUMER, event, (tx) => applyMerchantEvent(tx, event))],
+    ['merchants.standing_changed', (event) => handleEventOnce(db, MERCHANTS_SCHEMA, ACCOUNTS_CONSUMER, event, (tx) => applyMerchantEvent(tx, event))],
+    // Only for the operator's changes the release before this one announced as merchants.updated,
+    // still on the bus during an upgrade; this service's own merchants.updated change nothing here.
     ['merchants.updated', (event) => handleEventOnce(db, MERCHANTS_SCHEMA, ACCOUNTS_CONSUMER, event, (tx) => applyMerchantEvent(tx, event))],
     ...recordEventNames.map((topic): [string, (event: MerxEvent) => Promise<void>] => [topic, handlers.routeRecordEvent]),
     ['sandbox.reset', handlers.resetMerchantData],

@@ -138,4 +138,27 @@ export const merchantsMigrations: Migration[] = [
       );
     `,
   },
+  {
+    id: '002_merchant_group_versions',
+    // One owner per half of the merchant: the profile (name, currency, time zone) is this
+    // service's and numbers its own changes; the standing (mode, plan, status) is the oauth
+    // service's, and this copy remembers the version it holds so a late or repeated
+    // merchants.standing_changed never replaces a newer one. A standing can arrive before the
+    // merchant's merchants.created: the row then holds the standing alone (profile_version 0, no
+    // profile) until the profile comes. Existing rows: this service's version so far counted its
+    // own changes (and took the greater of oauth's), so it is where the profile's numbering goes
+    // on; the standing copy starts at 1.
+    sql: `
+      ALTER TABLE {{schema}}.merchants
+        ADD COLUMN profile_version integer,
+        ADD COLUMN standing_version integer NOT NULL DEFAULT 1,
+        ALTER COLUMN name DROP NOT NULL,
+        ALTER COLUMN default_currency DROP NOT NULL,
+        ALTER COLUMN timezone DROP NOT NULL;
+      UPDATE {{schema}}.merchants SET profile_version = version;
+      ALTER TABLE {{schema}}.merchants
+        ALTER COLUMN profile_version SET NOT NULL,
+        ADD CONSTRAINT merchants_profile_known CHECK (profile_version = 0 OR (name IS NOT NULL AND default_currency IS NOT NULL AND timezone IS NOT NULL));
+    `,
+  },
 ];

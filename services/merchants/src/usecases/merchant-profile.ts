@@ -1,7 +1,7 @@
-import { buildEvent, checkIfMatch, Unavailable, type Db, type MerchantId, type MerxEvent, type Outbox, type Queryable } from '@merx/kit';
-import { merchantFromEvent, presentMerchant, STANDING_FIELDS, validateProfileChanges, type Merchant, type MerchantProfile, type MerchantResource } from '../domain/merchant.js';
+import { buildEvent, checkIfMatch, trustedMerchantId, Unavailable, type Db, type MerchantId, type MerxEvent, type Outbox, type Queryable } from '@merx/kit';
+import { merchantFromEvent, presentMerchant, standingOf, validateProfileChanges, type Merchant, type MerchantProfile, type MerchantResource } from '../domain/merchant.js';
 import { effectiveChanges, resourceEtag } from '../domain/resource.js';
-import { applyMerchantStanding, findMerchant, insertMerchantFromProvisioning, updateMerchantProfile } from '../store/merchants-store.js';
+import { applyMerchantStanding, applyProvisionedMerchant, findMerchant, updateMerchantProfile } from '../store/merchants-store.js';
 import type { MerchantLookup } from '../upstream/oauth-merchants.js';
 
 /**
@@ -21,7 +21,7 @@ export function merchantProfileUseCases({ db, outbox, lookup, now = () => new Da
     if (known) return known;
     const resource = lookup ? await lookup(merchantId) : undefined;
     if (!resource || resource.id !== merchantId) throw notYetKnown();
-    await insertMerchantFromProvisioning(db, merchantFromEvent(resource));
+    await applyProvisionedMerchant(db, merchantFromEvent(resource));
     const caughtUp = await findMerchant(db, merchantId);
     if (!caughtUp) throw notYetKnown();
     return caughtUp;
@@ -50,13 +50,14 @@ export function merchantProfileUseCases({ db, outbox, lookup, now = () => new Da
 }
 
 /**
- * merchants.created, and the standing fields an operator's merchants.updated names in `previous`.
- * This service hears its own profile changes too (same topic): those name no standing field and
- * change nothing here, so an older profile event can never undo a newer plan or suspension.
+ * What the oauth service tells this service about a merchant: merchants.created (both halves, at
+ * provisioning) and merchants.standing_changed (the standing alone). Each half is replaced whole
+ * and only by a newer version of it, so deliveries in any order, and redeliveries, end on the
+ * newest of each. The profile is this service's own: no event from elsewhere changes it after
+ * provisioning, and this service's own merchants.updated (it hears them too) changes nothing.
  */
 export async function applyMerchantEvent(tx: Queryable, event: MerxEvent): Promise<void> {
-  const merchant = merchantFromEvent(event.data.object as MerchantResource);
-  if (event.topic === 'merchants.created') return insertMerchantFromProvisioning(tx, merchant);
-  const changed = STANDING_FIELDS.filter((field) => field in ((event.data.previous as Record<string, unknown> | undefined) ?? {}));
-  if (changed.length > 0) await applyMerchantStanding(tx, merchant, changed);
+  if (event.topic === 'merchants.created') return applyProvisionedMerchant(tx, merchantFromEvent(event.data.object as MerchantResource));
+  const standing = standingOf(event.topic, event.data);
+  if (standing) await applyMerchantStanding(tx, trustedMerchantId(event.merchant_id), standing);
 }

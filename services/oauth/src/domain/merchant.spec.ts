@@ -10,7 +10,9 @@ const OBJECT = {
   default_currency: 'EUR',
   timezone: 'Europe/Berlin',
   status: 'active',
-  version: 4,
+  version: 5,
+  profile_version: 4,
+  standing_version: 2,
   created_at: '2026-11-22T10:00:00.000Z',
   updated_at: '2026-11-22T10:04:05.123Z',
 };
@@ -26,6 +28,11 @@ describe('merchant profile changes (merchants.updated)', () => {
     }
   });
 
+  it('reads the version of a change from before profile_version from its version (in flight during an upgrade)', () => {
+    const { profile_version: _profileVersion, standing_version: _standingVersion, ...legacy } = OBJECT;
+    assert.equal(profileChangeOf({ object: legacy, previous: { name: 'Shop' } })?.version, 5);
+  });
+
   it("is no profile change when previous names only standing (oauth's own events) or nothing", () => {
     assert.equal(profileChangeOf({ object: OBJECT, previous: { status: 'active' } }), undefined);
     assert.equal(profileChangeOf({ object: OBJECT, previous: { plan: 'sandbox', mode: 'sandbox' } }), undefined);
@@ -34,7 +41,7 @@ describe('merchant profile changes (merchants.updated)', () => {
   });
 
   it('refuses a profile change that does not hold together, naming what is wrong', () => {
-    const bad = { ...OBJECT, name: '', default_currency: 'eur', timezone: 'Mars/Olympus', version: 0, updated_at: 'yesterday' };
-    assert.throws(() => profileChangeOf({ object: bad, previous: { name: 'Shop' } }), /unusable profile \(name, default_currency, timezone, version, updated_at\)/);
+    const bad = { ...OBJECT, name: '', default_currency: 'eur', timezone: 'Mars/Olympus', profile_version: 0, updated_at: 'yesterday' };
+    assert.throws(() => profileChangeOf({ object: bad, previous: { name: 'Shop' } }), /unusable profile \(name, default_currency, timezone, profile_version, updated_at\)/);
   });
 });

@@ -14,9 +14,20 @@ export interface Merchant {
   defaultCurrency: string;
   timezone: string;
   status: 'active' | 'suspended';
+  /** Every change of either half: `profileVersion + standingVersion - 1`. */
   version: number;
+  /** The standing's (mode, plan, status) own count of changes; oauth owns it. */
+  standingVersion: number;
+  standingUpdatedAt: Date;
+  /** The version of the profile copy oauth holds; the merchants service owns the profile. */
+  profileVersion: number;
   createdAt: Date;
   updatedAt: Date;
+}
+
+/** The merchant's `version`: one per change of either half, so both services show the same number once their copies agree. */
+export function combinedVersion(profileVersion: number, standingVersion: number): number {
+  return profileVersion + standingVersion - 1;
 }
 
 export type MerchantProvisioning = Pick<Merchant, 'name' | 'mode' | 'plan' | 'defaultCurrency' | 'timezone'> & { owner: OwnerInput };
@@ -59,8 +70,23 @@ export function presentMerchant(merchant: Merchant) {
     timezone: merchant.timezone,
     status: merchant.status,
     version: merchant.version,
+    profile_version: merchant.profileVersion,
+    standing_version: merchant.standingVersion,
     created_at: merchant.createdAt.toISOString(),
     updated_at: merchant.updatedAt.toISOString(),
+  };
+}
+
+/** The whole standing, as `merchants.standing_changed` carries it: only the half oauth owns, with its own version. */
+export function presentStanding(merchant: Merchant) {
+  return {
+    object: 'merchant_standing' as const,
+    id: merchant.id,
+    mode: merchant.mode,
+    plan: merchant.plan,
+    status: merchant.status,
+    version: merchant.standingVersion,
+    updated_at: merchant.standingUpdatedAt.toISOString(),
   };
 }
 
@@ -71,7 +97,7 @@ export interface MerchantProfile {
   timezone: string;
 }
 
-/** A profile as a merchants.updated carries it, with the version and time of that change. */
+/** A profile as a merchants.updated carries it, with the profile's version and the time of that change. */
 export interface MerchantProfileChange {
   profile: MerchantProfile;
   version: number;
@@ -81,21 +107,24 @@ export interface MerchantProfileChange {
 const PROFILE_FIELDS = ['name', 'default_currency', 'timezone'] as const;
 
 /**
- * The profile change a `merchants.updated` describes, or undefined when it describes none: only
+ * The profile a `merchants.updated` carries, or undefined when it carries no profile change: only
  * an event whose `previous` names a profile field is one (the merchant's PATCH in the merchants
- * service). oauth's own merchants.updated (status, plan) names none, so it never comes back to
- * overwrite a newer copy with the profile it carried when it was emitted. A profile change that
- * does not hold together is a publisher's bug: throwing parks it on the poison queue.
+ * service). The release before this one also announced the operator's changes as
+ * merchants.updated (naming status or plan); one of those still on the bus is no profile change.
+ * The version is `profile_version`; an event from before that field existed carries the merchants
+ * service's `version`, which is where its profile numbering went on. A profile change that does
+ * not hold together is a publisher's bug: throwing parks it on the poison queue.
  */
 export function profileChangeOf(data: { object: Record<string, unknown>; previous?: Record<string, unknown> }): MerchantProfileChange | undefined {
   const previous = data.previous ?? {};
   if (!PROFILE_FIELDS.some((field) => Object.hasOwn(previous, field))) return undefined;
-  const { name, default_currency: defaultCurrency, timezone, version, updated_at: updatedAt } = data.object;
+  const { name, default_currency: defaultCurrency, timezone, updated_at: updatedAt } = data.object;
+  const version = data.object.profile_version ?? data.object.version;
   const problems: string[] = [];
   if (typeof name !== 'string' || name.trim().length === 0 || [...name].length > 255) problems.push('name');
   if (!isCurrency(defaultCurrency)) problems.push('default_currency');
   if (typeof timezone !== 'string' || !isTimeZone(timezone)) problems.push('timezone');
-  if (typeof version !== 'number' || !Number.isInteger(version) || version < 1) problems.push('version');
+  if (typeof version !== 'number' || !Number.isInteger(version) || version < 1) problems.push('profile_version');
   const changedAt = typeof updatedAt === 'string' ? new Date(updatedAt) : undefined;
   if (!changedAt || Number.isNaN(changedAt.getTime())) problems.push('updated_at');
   if (problems.length > 0) throw new Error(`merchants.updated carries an unusable profile (${problems.join(', ')})`);

@@ -1,6 +1,6 @@
 import type { MerchantId, Queryable } from '@merx/kit';
 import type { ApiKeyRecord } from '../domain/api-key.js';
-import type { Merchant, MerchantProfileChange } from '../domain/merchant.js';
+import { combinedVersion, type Merchant, type MerchantProfileChange } from '../domain/merchant.js';
 import type { ApiKeyClient } from '../provider/index.js';
 import { OAUTH_SCHEMA } from './migrations.js';
 
@@ -12,10 +12,15 @@ interface MerchantRow {
   default_currency: string;
   timezone: string;
   status: Merchant['status'];
-  version: number;
+  standing_version: number;
+  standing_updated_at: Date;
+  profile_version: number;
   created_at: Date;
   updated_at: Date;
 }
+
+/** The merchant's columns; `version` is left out: it is derived from the two halves' versions. */
+const MERCHANT_COLUMNS = 'id, name, mode, plan, default_currency, timezone, status, standing_version, standing_updated_at, profile_version, created_at, updated_at';
 
 const toMerchant = (row: MerchantRow): Merchant => ({
   id: row.id,
@@ -25,22 +30,26 @@ const toMerchant = (row: MerchantRow): Merchant => ({
   defaultCurrency: row.default_currency,
   timezone: row.timezone,
   status: row.status,
-  version: Number(row.version),
+  version: combinedVersion(Number(row.profile_version), Number(row.standing_version)),
+  standingVersion: Number(row.standing_version),
+  standingUpdatedAt: row.standing_updated_at,
+  profileVersion: Number(row.profile_version),
   createdAt: row.created_at,
   updatedAt: row.updated_at,
 });
 
-export async function insertMerchant(tx: Queryable, merchant: Merchant): Promise<Merchant> {
+/** A new merchant: both halves at version 1, as the operator provisioned them. */
+export async function insertMerchant(tx: Queryable, merchant: Pick<Merchant, 'id' | 'name' | 'mode' | 'plan' | 'defaultCurrency' | 'timezone' | 'status' | 'createdAt'>): Promise<Merchant> {
   const { rows } = await tx.query<MerchantRow>(
-    `INSERT INTO ${OAUTH_SCHEMA}.merchants (id, name, mode, plan, default_currency, timezone, status, version, created_at, updated_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9) RETURNING *`,
-    [merchant.id, merchant.name, merchant.mode, merchant.plan, merchant.defaultCurrency, merchant.timezone, merchant.status, merchant.version, merchant.createdAt],
+    `INSERT INTO ${OAUTH_SCHEMA}.merchants (id, name, mode, plan, default_currency, timezone, status, version, standing_version, standing_updated_at, profile_version, created_at, updated_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, 1, 1, $8, 1, $8, $8) RETURNING ${MERCHANT_COLUMNS}`,
+    [merchant.id, merchant.name, merchant.mode, merchant.plan, merchant.defaultCurrency, merchant.timezone, merchant.status, merchant.createdAt],
   );
   return toMerchant(rows[0]!);
 }
 
 export async function findMerchant(db: Queryable, merchantId: MerchantId): Promise<Merchant | undefined> {
-  const { rows } = await db.query<MerchantRow>(`SELECT * FROM ${OAUTH_SCHEMA}.merchants WHERE id = $1`, [merchantId]);
+  const { rows } = await db.query<MerchantRow>(`SELECT ${MERCHANT_COLUMNS} FROM ${OAUTH_SCHEMA}.merchants WHERE id = $1`, [merchantId]);
   return rows[0] ? toMerchant(rows[0]) : undefined;
 }
 
@@ -83,39 +92,48 @@ export async function touchApiKeyLastUsed(db: Queryable, clientId: string, now: 
 
 /** Locks the merchant row for an operator change. */
 export async function findMerchantForUpdate(tx: Queryable, merchantId: MerchantId): Promise<Merchant | undefined> {
-  const { rows } = await tx.query<MerchantRow>(`SELECT * FROM ${OAUTH_SCHEMA}.merchants WHERE id = $1 FOR UPDATE`, [merchantId]);
+  const { rows } = await tx.query<MerchantRow>(`SELECT ${MERCHANT_COLUMNS} FROM ${OAUTH_SCHEMA}.merchants WHERE id = $1 FOR UPDATE`, [merchantId]);
   return rows[0] ? toMerchant(rows[0]) : undefined;
 }
 
+/**
+ * The operator's change of the standing, which oauth alone owns: the standing's version moves on
+ * by one. (`version` is kept equal to what the merchant shows, for readers of the table.)
+ */
 export async function updateMerchantStanding(tx: Queryable, merchantId: MerchantId, changes: { status?: Merchant['status']; plan?: Merchant['plan'] }, now: Date): Promise<Merchant> {
   const { rows } = await tx.query<MerchantRow>(
-    `UPDATE ${OAUTH_SCHEMA}.merchants SET status = COALESCE($2, status), plan = COALESCE($3, plan), version = version + 1, updated_at = $4
-      WHERE id = $1 RETURNING *`,
+    `UPDATE ${OAUTH_SCHEMA}.merchants
+        SET status = COALESCE($2, status), plan = COALESCE($3, plan), standing_version = standing_version + 1, standing_updated_at = $4,
+            version = profile_version + standing_version, updated_at = $4
+      WHERE id = $1 RETURNING ${MERCHANT_COLUMNS}`,
     [merchantId, changes.status ?? null, changes.plan ?? null, now],
   );
   return toMerchant(rows[0]!);
 }
 
+export type ProfileCopyOutcome = 'replaced' | 'stale' | 'unknown_merchant';
+
 /**
- * Copies the profile of a change made in the merchants service. Mode, plan and status stay: they
- * are the operator's, changed here. The version and time only move forward, so the two services'
- * numbering converges whatever order their changes cross in. Undefined when the merchant is unknown.
+ * Replaces oauth's copy of the profile, the merchants service's, wholesale, but only with a newer
+ * one: a late or repeated change never undoes a newer copy. The standing stays: it is oauth's own.
  */
-export async function updateMerchantProfile(tx: Queryable, merchantId: MerchantId, change: MerchantProfileChange): Promise<Merchant | undefined> {
-  const { rows } = await tx.query<MerchantRow>(
+export async function replaceMerchantProfileCopy(tx: Queryable, merchantId: MerchantId, change: MerchantProfileChange): Promise<ProfileCopyOutcome> {
+  const { rowCount } = await tx.query(
     `UPDATE ${OAUTH_SCHEMA}.merchants
-        SET name = $2, default_currency = $3, timezone = $4, version = GREATEST(version, $5), updated_at = GREATEST(updated_at, $6)
-      WHERE id = $1 RETURNING *`,
+        SET name = $2, default_currency = $3, timezone = $4, profile_version = $5,
+            version = $5 + standing_version - 1, updated_at = GREATEST(updated_at, $6)
+      WHERE id = $1 AND profile_version < $5`,
     [merchantId, change.profile.name, change.profile.defaultCurrency, change.profile.timezone, change.version, change.updatedAt],
   );
-  return rows[0] ? toMerchant(rows[0]) : undefined;
+  if ((rowCount ?? 0) > 0) return 'replaced';
+  return (await findMerchant(tx, merchantId)) ? 'stale' : 'unknown_merchant';
 }
 
 /** Merchants suspended since a time: every token they held before is dead (revocation bootstrap). */
 export async function listSuspensionsSince(db: Queryable, since: Date): Promise<Array<{ client_id: string; merchant_id: string; revoked_at: string }>> {
-  const { rows } = await db.query<{ id: string; updated_at: Date }>(
-    `SELECT id, updated_at FROM ${OAUTH_SCHEMA}.merchants WHERE status = 'suspended' AND updated_at >= $1`,
+  const { rows } = await db.query<{ id: string; standing_updated_at: Date }>(
+    `SELECT id, standing_updated_at FROM ${OAUTH_SCHEMA}.merchants WHERE status = 'suspended' AND standing_updated_at >= $1`,
     [since],
   );
-  return rows.map((row) => ({ client_id: '*', merchant_id: row.id, revoked_at: row.updated_at.toISOString() }));
+  return rows.map((row) => ({ client_id: '*', merchant_id: row.id, revoked_at: row.standing_updated_at.toISOString() }));
 }

@@ -118,4 +118,20 @@ export const oauthMigrations: Migration[] = [
       );
     `,
   },
+  {
+    id: '013_merchant_group_versions',
+    // One owner per half of the merchant: oauth owns the standing (mode, plan, status) and numbers
+    // its changes; the profile (name, currency, time zone) is the merchants service's, and oauth's
+    // copy remembers the version it holds so a late or repeated change never replaces a newer one.
+    // Existing rows: oauth's version so far counted its own changes (and took the greater of the
+    // merchants service's), so it is where the standing's numbering goes on; the copy starts at 1.
+    sql: `
+      ALTER TABLE {{schema}}.merchants
+        ADD COLUMN standing_version integer NOT NULL DEFAULT 1,
+        ADD COLUMN standing_updated_at timestamptz,
+        ADD COLUMN profile_version integer NOT NULL DEFAULT 1;
+      UPDATE {{schema}}.merchants SET standing_version = version, standing_updated_at = updated_at;
+      ALTER TABLE {{schema}}.merchants ALTER COLUMN standing_updated_at SET NOT NULL;
+    `,
+  },
 ];

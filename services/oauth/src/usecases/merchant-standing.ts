@@ -1,5 +1,5 @@
 import { buildEvent, fieldPath, NotFound, trustedMerchantId, ValidationFailed, type FieldError, type Outbox } from '@merx/kit';
-import { MERCHANT_PLANS, presentMerchant, type Merchant } from '../domain/merchant.js';
+import { MERCHANT_PLANS, presentMerchant, presentStanding, type Merchant } from '../domain/merchant.js';
 import { findMerchantForUpdate, updateMerchantStanding } from '../store/accounts-store.js';
 
 function validateStanding(input: unknown): { status?: Merchant['status']; plan?: Merchant['plan'] } {
@@ -17,8 +17,10 @@ function validateStanding(input: unknown): { status?: Merchant['status']; plan?:
 }
 
 /**
- * The operator suspends, reactivates or re-plans a merchant. `merchants.updated` tells every
- * verifier: a suspension kills every token the merchant holds (a merchant-wide revocation).
+ * The operator suspends, reactivates or re-plans a merchant. The standing is oauth's alone: its
+ * version moves on by one and `merchants.standing_changed` carries the whole standing with that
+ * version, so every copy (the merchants service's) replaces its own only with a newer one, and
+ * every verifier hears of a suspension (a merchant-wide revocation of its tokens).
  */
 export async function changeMerchantStanding(outbox: Outbox, id: string, body: unknown, now: Date = new Date()) {
   const changes = validateStanding(body);
@@ -28,12 +30,9 @@ export async function changeMerchantStanding(outbox: Outbox, id: string, body: u
     if (!current) throw new NotFound('merchant', id);
     const effective = Object.fromEntries(Object.entries(changes).filter(([key, value]) => current[key as keyof typeof changes] !== value));
     if (Object.keys(effective).length === 0) return presentMerchant(current);
-    // version + 1 on oauth's copy. The merchants service numbers its profile changes the same way
-    // on its copy and each side takes GREATEST of the other's, so the versions converge; two
-    // changes made at the same time on either side may share a number.
     const updated = await updateMerchantStanding(tx, merchantId, effective, now);
-    const before = presentMerchant(current);
-    emit(buildEvent('merchants.updated', merchantId, { object: presentMerchant(updated), previous: Object.fromEntries(Object.keys(effective).map((key) => [key, before[key as 'status' | 'plan']])) }));
+    const previous = Object.fromEntries(Object.keys(effective).map((key) => [key, current[key as 'status' | 'plan']]));
+    emit(buildEvent('merchants.standing_changed', merchantId, { object: presentStanding(updated), previous }));
     return presentMerchant(updated);
   });
 }

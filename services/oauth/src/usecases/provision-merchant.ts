@@ -21,7 +21,7 @@ export async function provisionMerchant(outbox: Outbox, body: unknown, now: Date
   // Hashing takes ~100 ms of CPU: done before the transaction so no connection waits on it.
   const passwordHash = await hashPassword(owner.password ?? generatedPassword!);
   return outbox.transaction(async (tx, emit) => {
-    const merchant = await insertMerchant(tx, { id: merchantId, ...input, status: 'active', version: 1, createdAt: now, updatedAt: now });
+    const merchant = await insertMerchant(tx, { id: merchantId, ...input, status: 'active', createdAt: now });
     const user = await insertUserForMerchant(tx, merchantId, { id: newId('usr'), email: owner.email, passwordHash, createdAt: now });
     const key = await insertApiKeyForMerchant(tx, merchantId, {
       id: newId('key'),

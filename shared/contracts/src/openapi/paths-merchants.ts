@@ -102,7 +102,7 @@ export const merchantPaths: Record<string, PathItem> = {
         operationId: 'merchant.update',
         summary: 'Update the merchant',
         description:
-          'Changes the given settings (`name`, `default_currency`, `timezone`) and increments `version`. `mode`, `plan` and `status` are the operator\'s: a body naming any of them is a 422 with code `read_only` on that field. With If-Match the update applies only to that version (412 otherwise). Emits `merchants.updated` with the changed fields before the change in `previous`.',
+          'Changes the given settings (`name`, `default_currency`, `timezone`) and increments `version` and `profile_version`. `mode`, `plan` and `status` are the operator\'s: a body naming any of them is a 422 with code `read_only` on that field. With If-Match the update applies only to that version (412 otherwise). Emits `merchants.updated` with the changed fields before the change in `previous`.',
         tags: ['merchant'],
         parameters: [ref('parameters', 'IfMatch')],
         requestBody: jsonBody('MerchantUpdate'),

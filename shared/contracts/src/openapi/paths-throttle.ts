@@ -69,7 +69,7 @@ export const throttleAdminPaths: Record<string, PathItem> = {
       operationId: 'merchants.admin.update',
       summary: 'Suspend, reactivate or re-plan a merchant',
       description:
-        'Changes `status` (`active` | `suspended`) and/or `plan`. Suspending refuses new tokens at once and kills every access token the merchant holds within a second, at the gateway and in every service; tokens issued before a suspension stay dead after reactivation. Emits `merchants.updated`. Operators only.',
+        'Changes `status` (`active` | `suspended`) and/or `plan`. Suspending refuses new tokens at once and kills every access token the merchant holds within a second, at the gateway and in every service; tokens issued before a suspension stay dead after reactivation. Emits `merchants.standing_changed` with the whole standing and its `version`. Operators only.',
       tags: ['merchants'],
       security: [{ operator: [] }],
       requestBody: {

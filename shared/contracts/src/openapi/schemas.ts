@@ -101,9 +101,46 @@ export const merchantSchema: JsonSchema = {
     default_currency: currencyCode,
     timezone,
     status: { type: 'string', enum: ['active', 'suspended'] },
-    version: resourceVersion,
+    version: { ...resourceVersion, description: 'Increases by one on every change of the merchant, by its owner or by the operator (`profile_version` + `standing_version` - 1); the ETag is derived from it.' },
+    profile_version: {
+      type: 'integer',
+      minimum: 1,
+      description:
+        'Counts the changes of the profile (`name`, `default_currency`, `timezone`), which the merchant makes with `PATCH /api/v1/merchant` and `merchants.updated` announces. Absent from events published before it existed.',
+    },
+    standing_version: {
+      type: 'integer',
+      minimum: 1,
+      description:
+        'Counts the changes of the standing (`mode`, `plan`, `status`), which the operator makes with `PATCH /admin/v1/merchants/{id}` and `merchants.standing_changed` announces. Absent from events published before it existed.',
+    },
     created_at: timestamp,
     updated_at: timestamp,
+  },
+};
+
+/**
+ * The operator's half of the merchant (mode, plan, status), as `merchants.standing_changed`
+ * carries it: the whole group with its own version, so a consumer keeping a copy replaces it only
+ * with a newer one.
+ */
+export const merchantStandingSchema: JsonSchema = {
+  type: 'object',
+  description: 'The merchant\'s standing: what the operator decides (mode, plan, status).',
+  required: ['object', 'id', 'mode', 'plan', 'status', 'version', 'updated_at'],
+  additionalProperties: false,
+  properties: {
+    object: { const: 'merchant_standing' },
+    id: prefixedId('mch', 'The merchant whose standing this is.'),
+    mode: merchantMode,
+    plan: { ...merchantPlan, description: 'Sets the throttle numbers.' },
+    status: { type: 'string', enum: ['active', 'suspended'], description: 'A suspended merchant\'s tokens are dead and no new ones are issued.' },
+    version: {
+      type: 'integer',
+      minimum: 1,
+      description: 'The standing\'s own version (the merchant\'s `standing_version`): increases by one on every standing change. Keep the standing with the greatest version; an event with a smaller one is older.',
+    },
+    updated_at: { ...timestamp, description: 'When the standing last changed.' },
   },
 };
 
