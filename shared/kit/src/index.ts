@@ -39,5 +39,5 @@ export * from './endpoint-addresses.js';
 export * from './signing-secret.js';
 export * from './time-zone.js';
 export * from './timestamps.js';
-export * from './query-parameters.js';
+export * from './request-validation.js';
 export * from './grpc.js';
