@@ -48,7 +48,7 @@ describe('validateRequest: every request checked against its OpenAPI operation b
       ['colour', 'unknown_field'],
       ['currency', 'required'],
       ['inventory_quantity', 'out_of_range'],
-      ['price', 'invalid_type'],
+      ['price', 'invalid_decimal'],
       ['sku', 'invalid_format'],
       ['title', 'too_short'],
     ]);

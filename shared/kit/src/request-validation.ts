@@ -134,7 +134,7 @@ export const validateRequest: Middleware = async function validateRequest(ctx, n
       unknown.map((name) => ({ field: fieldPath('', name), code: 'unknown_parameter', message: `${name} is not a query parameter of ${contract.operationId}; ${accepted}` })),
     );
   }
-  const body = (ctx.request as { body?: unknown }).body;
+  const body = (ctx.request as { body?: unknown } | undefined)?.body;
   if (contract.body && (body !== undefined || contract.body.required)) {
     if (body === undefined) throw new ValidationFailed([{ field: '(body)', code: 'required', message: `${contract.operationId} needs a JSON object body` }]);
     const errors = contract.body.check(body).map((issue) => fieldErrorOf(issue));
