@@ -56,7 +56,7 @@ describe('merchant configuration through the gateway', () => {
       assert.equal(stale.status, 412);
       const operatorOnly = await api('PATCH', '/api/v1/merchant', { body: { plan: 'scale', mode: 'live', status: 'suspended', timezone: 'Mars/Olympus' } });
       assert.equal(operatorOnly.status, 422);
-      assert.deepEqual(operatorOnly.body.errors.map((e: any) => [e.field, e.code]).sort(), [['mode', 'read_only'], ['plan', 'read_only'], ['status', 'read_only'], ['timezone', 'invalid_timezone']]);
+      assert.deepEqual(operatorOnly.body.errors.map((e: any) => [e.field, e.code]).sort(), [['mode', 'unknown_field'], ['plan', 'unknown_field'], ['status', 'unknown_field']]);
       assert.equal((await api('GET', '/api/v1/merchant')).body.name, 'Renamed shop', 'a refused PATCH changes nothing');
     });
 
@@ -107,7 +107,8 @@ describe('merchant configuration through the gateway', () => {
       valid: () => ({ name: 'Big EUR orders', event_types: ['orders.created'], condition: 'data.total >= 100.0 && data.currency == "EUR"', action: 'forward' }),
       change: { name: 'Bigger EUR orders', condition: 'data.total >= 500.0' },
       invalid: { name: 'x', action: 'explode', event_types: ['products.created'], condition: 'data.total >=' },
-      invalidFields: ['action', 'condition', 'event_types[0]'],
+      // Structure first, at the edge: the CEL condition is compiled once the body is well formed.
+      invalidFields: ['action', 'event_types[0]'],
       filter: ['action=forward', 'enabled=true', 'event_type=orders.created'],
     },
   ] as const;
@@ -229,7 +230,8 @@ describe('merchant configuration through the gateway', () => {
       assert.deepEqual(reordered.body.rule_ids, [rule, second.id]);
       const moved = await api('PATCH', `/api/v1/connections/${connection.id}`, { body: { source_id: source } });
       assert.equal(moved.status, 422);
-      assert.equal(moved.body.errors[0].code, 'read_only');
+      // ConnectionUpdate has no source_id: the edge refuses it as it refuses any member the schema does not have.
+      assert.deepEqual(moved.body.errors.map((e: any) => [e.field, e.code]), [['source_id', 'unknown_field']]);
     });
 
     it('refuses another merchant\'s or unknown source, destination and rules with 422, naming each', async () => {

@@ -3,6 +3,7 @@ export * from './scopes.js';
 export * from './openapi.js';
 export * from './events.js';
 export * from './validator.js';
+export { checkAgainstComponent, requestContractOf, type RequestContract, type SchemaIssue } from './validator/request-schemas.js';
 export * from './internal-events.js';
 export * from './openapi/schemas-merchants.js';
 export * from './openapi/schemas-record-inputs.js';

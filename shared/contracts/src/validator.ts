@@ -4,6 +4,7 @@ import { eventEnvelopeSchema, findEventDefinition } from './events.js';
 import { findInternalEventDefinition } from './internal-events.js';
 import { openApiDocument } from './openapi.js';
 import type { HeaderObject, HttpMethod, JsonSchema, OpenApiDocument, OperationObject, ParameterObject, Reference, ResponseObject } from './openapi/types.js';
+import { DOCUMENTED_ERROR_KEYWORD, withAbsoluteRefs } from './validator/request-schemas.js';
 import { findRoute, normalizeMediaType, normalizeRequestPath, type Route } from './validator/routes.js';
 
 // ajv-formats is CommonJS; under NodeNext its default import is `module.exports`, which TypeScript types as the module record.
@@ -63,7 +64,7 @@ export function createContractValidator(document: OpenApiDocument = openApiDocum
   const ajv = new Ajv2020({ allErrors: true, strict: true, strictTypes: true, strictRequired: false, allowUnionTypes: true, inlineRefs: false });
   addFormats(ajv);
   // OpenAPI's own keywords: annotations for readers and generators, nothing for a validator to check.
-  ajv.addVocabulary(['example', 'xml', 'externalDocs', 'discriminator']);
+  ajv.addVocabulary(['example', 'xml', 'externalDocs', 'discriminator', DOCUMENTED_ERROR_KEYWORD]);
   for (const [name, schema] of Object.entries(document.components.schemas)) {
     ajv.addSchema(withAbsoluteRefs(schema) as JsonSchema, componentSchemaUri + name);
   }
@@ -249,23 +250,6 @@ function isReference(value: unknown): value is Reference {
   return typeof value === 'object' && value !== null && typeof (value as Reference).$ref === 'string';
 }
 
-/** Component references are relative to the document; Ajv needs them absolute to resolve them across compiled schemas. */
-function withAbsoluteRefs(value: unknown, parentKey = ''): unknown {
-  if (Array.isArray(value)) return value.map((item) => withAbsoluteRefs(item));
-  if (typeof value !== 'object' || value === null) return value;
-  const namesProperties = parentKey === 'properties' || parentKey === 'patternProperties' || parentKey === '$defs';
-  const result: Record<string, unknown> = {};
-  for (const [key, child] of Object.entries(value)) {
-    if (!namesProperties && key.startsWith('x-')) continue;
-    if (!namesProperties && key === '$ref' && typeof child === 'string' && child.startsWith('#/components/schemas/')) {
-      result[key] = componentSchemaUri + child.slice('#/components/schemas/'.length);
-    } else {
-      result[key] = withAbsoluteRefs(child, key);
-    }
-  }
-  return result;
-}
-
 function describeErrors(errors: ErrorObject[], where: string): string[] {
   return errors
     .filter((error) => error.keyword !== 'if')
@@ -307,36 +291,4 @@ function readHeader(bag: HeaderBag, name: string): string | undefined {
     return Array.isArray(value) ? value.join(', ') : String(value);
   }
   return undefined;
-}
-
-export interface DeclaredQuery {
-  operationId: string;
-  /** The names of the query parameters the operation (or its path) declares. */
-  names: ReadonlySet<string>;
-}
-
-const declaredQueries = new WeakMap<OpenApiDocument, { routes: Route[]; byOperation: Map<string, DeclaredQuery> }>();
-
-/**
- * The query parameters the document declares for a request, so a service can refuse any other
- * (422) as it refuses unknown body fields; undefined when the document has no such operation.
- */
-export function declaredQueryOf(method: string, path: string, document: OpenApiDocument = openApiDocument): DeclaredQuery | undefined {
-  let index = declaredQueries.get(document);
-  if (!index) {
-    index = { routes: Object.keys(document.paths).map((template) => ({ template, item: document.paths[template]! })), byOperation: new Map() };
-    declaredQueries.set(document, index);
-  }
-  const route = findRoute(index.routes, normalizeRequestPath(path));
-  const verb = method.toLowerCase() as HttpMethod;
-  const operation = route && httpMethods.includes(verb) ? route.item[verb] : undefined;
-  if (!route || !operation) return undefined;
-  const key = `${verb} ${route.template}`;
-  let declared = index.byOperation.get(key);
-  if (!declared) {
-    const parameters = [...(route.item.parameters ?? []), ...(operation.parameters ?? [])].map((item) => resolveReference<ParameterObject>(document, item));
-    declared = { operationId: operation.operationId, names: new Set(parameters.filter((parameter) => parameter.in === 'query').map((parameter) => parameter.name)) };
-    index.byOperation.set(key, declared);
-  }
-  return declared;
 }

@@ -3,7 +3,7 @@ import { jwtVerify, errors as joseErrors, type JWTPayload, type JWTVerifyGetKey 
 import { createJwksCache } from './jwks-cache.js';
 import { updateContext, type Actor } from './context.js';
 import { InsufficientScope, Unauthenticated, Unavailable } from './errors.js';
-import { refuseUndeclaredQueryParameters } from './query-parameters.js';
+import { validateRequest } from './request-validation.js';
 import type { RevocationList } from './revocations.js';
 import { trustedMerchantId, type MerchantId } from './tenancy.js';
 
@@ -140,13 +140,13 @@ export function authOf(ctx: { state: { auth?: AccessClaims } }): AccessClaims {
 
 /**
  * The route definition names its scope: `router.post('/products', requireScope('products:write'), ...)`.
- * Once the scope holds, query parameters the operation does not declare are refused (422).
+ * Once the scope holds, the request is checked against its operation in the OpenAPI document (validateRequest).
  */
 export function requireScope(scope: string): Middleware {
   const middleware: Middleware = async function checkScope(ctx, next) {
     const auth = authOf(ctx);
     if (!auth.scopes.has(scope)) throw new InsufficientScope(scope);
-    return refuseUndeclaredQueryParameters(ctx, next);
+    return validateRequest(ctx, next);
   };
   return Object.assign(middleware, { requiredScope: scope });
 }

@@ -40,6 +40,6 @@ export * from './signing-secret.js';
 export * from './sealed-secrets.js';
 export * from './time-zone.js';
 export * from './timestamps.js';
-export * from './query-parameters.js';
+export * from './request-validation.js';
 export * from './grpc.js';
 export * from './tracing.js';

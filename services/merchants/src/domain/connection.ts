@@ -1,6 +1,5 @@
 import { connectionStatuses, MAX_RULES_PER_CONNECTION, recordEventNames } from '@merx/contracts';
-import { fieldPath } from '@merx/kit';
-import { bodyObject, FieldChecks, nonEmptyChanges, type Body } from './field-checks.js';
+import { FieldChecks, structureOf, type Body } from './field-checks.js';
 import type { Resource } from './resource.js';
 import { checkEventTypes } from './rule.js';
 
@@ -16,9 +15,6 @@ export interface ConnectionFields {
 }
 export type Connection = Resource<ConnectionFields>;
 
-const CREATE_FIELDS = ['name', 'source_id', 'destination_id', 'rule_ids', 'event_types', 'status'];
-/** The source is what a connection is of; moving it to another source is a new connection. */
-const UPDATE_FIELDS = ['name', 'destination_id', 'rule_ids', 'event_types', 'status'];
 const ID = (prefix: string) => new RegExp(`^${prefix}_[0-9a-z]{26}$`);
 
 function checkId(value: unknown, field: string, prefix: string, noun: string, check: FieldChecks): string | undefined {
@@ -40,11 +36,8 @@ function checkFields(body: Body, check: FieldChecks): Partial<ConnectionFields> 
 }
 
 export function validateNewConnection(input: unknown): ConnectionFields {
-  const body = bodyObject(input);
+  const body = structureOf('ConnectionCreate', input);
   const check = new FieldChecks();
-  check.unknownFields(body, CREATE_FIELDS, 'connection');
-  check.required(body, 'source_id');
-  check.required(body, 'destination_id');
   const fields = checkFields(body, check);
   check.throwIfAny();
   return {
@@ -58,13 +51,9 @@ export function validateNewConnection(input: unknown): ConnectionFields {
 }
 
 export function validateConnectionChanges(input: unknown): Partial<ConnectionFields> {
-  const body = bodyObject(input);
-  nonEmptyChanges(body);
+  // The source is what a connection is of: ConnectionUpdate has no source_id, so moving it is refused as an unknown member.
+  const body = structureOf('ConnectionUpdate', input);
   const check = new FieldChecks();
-  for (const key of Object.keys(body)) {
-    if (key === 'source_id') check.fail(key, 'read_only', 'a connection keeps its source; create another connection for another source');
-    else if (!UPDATE_FIELDS.includes(key)) check.fail(fieldPath('', key), 'unknown_field', `${key} is not a connection field`);
-  }
   const fields = checkFields(body, check);
   check.throwIfAny();
   return fields;

@@ -1,5 +1,5 @@
 import { destinationKinds, destinationStatuses, type destinationDisabledReasons } from '@merx/contracts';
-import { bodyObject, FieldChecks, nonEmptyChanges, type Body } from './field-checks.js';
+import { FieldChecks, structureOf, type Body } from './field-checks.js';
 import { presentResource, type Resource } from './resource.js';
 
 export type DestinationKind = (typeof destinationKinds)[number];
@@ -20,8 +20,6 @@ export type Destination = Resource<DestinationFields>;
 /** What the merchant sends; the URL's address policy is checked by the use case (it needs DNS). */
 export type DestinationInput = Pick<DestinationFields, 'name' | 'kind' | 'url' | 'status'>;
 
-const FIELDS = ['name', 'kind', 'url', 'status'];
-
 function checkFields(body: Body, check: FieldChecks, statuses: readonly DestinationStatus[]): Partial<DestinationInput> {
   const fields: Partial<DestinationInput> = {};
   if (body.name !== undefined) fields.name = check.text(body.name, 'name', { max: 255 });
@@ -32,21 +30,16 @@ function checkFields(body: Body, check: FieldChecks, statuses: readonly Destinat
 }
 
 export function validateNewDestination(input: unknown): { input: Partial<DestinationInput>; check: FieldChecks } {
-  const body = bodyObject(input);
+  const body = structureOf('DestinationCreate', input);
   const check = new FieldChecks();
-  check.unknownFields(body, FIELDS, 'destination');
-  check.required(body, 'name');
-  check.required(body, 'url');
   // A new destination is active or paused; `disabled` is a state it is put in.
   const fields = checkFields(body, check, ['active', 'paused']);
   return { input: { kind: 'webhook', status: 'active', ...fields }, check };
 }
 
 export function validateDestinationChanges(input: unknown): { changes: Partial<DestinationInput>; check: FieldChecks } {
-  const body = bodyObject(input);
-  nonEmptyChanges(body);
+  const body = structureOf('DestinationUpdate', input);
   const check = new FieldChecks();
-  check.unknownFields(body, FIELDS, 'destination');
   return { changes: checkFields(body, check, destinationStatuses), check };
 }
 

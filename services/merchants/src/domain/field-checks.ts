@@ -1,4 +1,4 @@
-import { fieldPath, ValidationFailed, type FieldError } from '@merx/kit';
+import { fieldPath, schemaErrors, ValidationFailed, type FieldError } from '@merx/kit';
 
 export type Body = Record<string, unknown>;
 
@@ -15,6 +15,7 @@ export class FieldChecks {
     if (this.errors.length > 0) throw new ValidationFailed(this.errors);
   }
 
+  /** For items judged one by one (ingested records), which no request schema checks at the edge. */
   unknownFields(body: Body, allowed: readonly string[], noun: string): void {
     for (const key of Object.keys(body)) if (!allowed.includes(key)) this.fail(fieldPath('', key), 'unknown_field', `${key} is not a ${noun} field`);
   }
@@ -62,18 +63,16 @@ export class FieldChecks {
   }
 }
 
-/** The body of a create or update must be a JSON object; anything else is refused before field checks. */
-export function bodyObject(body: unknown): Body {
-  if (body === undefined) throw new ValidationFailed([{ field: '(body)', code: 'required', message: 'a JSON object body is required' }]);
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-    throw new ValidationFailed([{ field: '(body)', code: 'invalid_type', message: 'the body must be a JSON object' }]);
-  }
-  return body as Body;
-}
-
-/** An update must change something it is allowed to change. */
-export function nonEmptyChanges(body: Body): void {
-  if (Object.keys(body).length === 0) throw new ValidationFailed([{ field: '(body)', code: 'required', message: 'send at least one field to change' }]);
+/**
+ * A body's structure (an object, required members, types, lengths, enums, id patterns, no unknown
+ * member, an update that changes something) is its OpenAPI schema's, checked by the same code the
+ * HTTP edge runs, so the answer is the same whoever calls. The checks left in this domain are the
+ * ones a schema cannot state.
+ */
+export function structureOf(schemaName: string, input: unknown): Body {
+  const errors = schemaErrors(schemaName, input);
+  if (errors.length > 0) throw new ValidationFailed(errors);
+  return input as Body;
 }
 
 /** Size of a JSON value as sent, for limits stated in bytes. */

@@ -1,5 +1,5 @@
-import { fieldPath, isCurrency, isTimeZone } from '@merx/kit';
-import { bodyObject, FieldChecks, nonEmptyChanges } from './field-checks.js';
+import { isCurrency, isTimeZone } from '@merx/kit';
+import { FieldChecks, structureOf } from './field-checks.js';
 
 /**
  * The merchant as this service serves it at /api/v1/merchant. The profile (name, currency,
@@ -43,17 +43,12 @@ export const PROFILE_FIELDS = ['name', 'default_currency', 'timezone'] as const;
 /** The operator's fields, kept by the oauth service; this service copies them from its events. */
 export const STANDING_FIELDS = ['mode', 'plan', 'status'] as const;
 export type StandingField = (typeof STANDING_FIELDS)[number];
-const NOT_THE_MERCHANTS = [...STANDING_FIELDS, 'id', 'object', 'version', 'profile_version', 'standing_version', 'created_at', 'updated_at'];
 
 export function validateProfileChanges(input: unknown): Partial<MerchantProfile> {
-  const body = bodyObject(input);
-  nonEmptyChanges(body);
+  // plan, status and mode are the operator's: MerchantUpdate does not have them, so they are refused as unknown members.
+  const body = structureOf('MerchantUpdate', input);
   const check = new FieldChecks();
   const changes: Partial<MerchantProfile> = {};
-  for (const key of Object.keys(body)) {
-    if (NOT_THE_MERCHANTS.includes(key)) check.fail(fieldPath('', key), 'read_only', `${key} is set by the operator and cannot be changed here`);
-    else if (!(PROFILE_FIELDS as readonly string[]).includes(key)) check.fail(fieldPath('', key), 'unknown_field', `${key} is not a merchant field`);
-  }
   if (body.name !== undefined) changes.name = check.text(body.name, 'name', { max: 255 });
   if (body.default_currency !== undefined) {
     if (isCurrency(body.default_currency)) changes.default_currency = body.default_currency;

@@ -1,5 +1,5 @@
 import { recordEventNames, ruleActions } from '@merx/contracts';
-import { bodyObject, FieldChecks, nonEmptyChanges, type Body } from './field-checks.js';
+import { FieldChecks, structureOf, type Body } from './field-checks.js';
 import type { Resource } from './resource.js';
 import { checkCondition, validateTransform, type TransformSpec } from './rules/index.js';
 
@@ -15,7 +15,6 @@ export interface RuleFields {
 }
 export type Rule = Resource<RuleFields>;
 
-const FIELDS = ['name', 'event_types', 'condition', 'action', 'transform', 'enabled'];
 const ALWAYS = 'true';
 
 export function checkEventTypes(value: unknown, check: FieldChecks): string[] | undefined {
@@ -52,11 +51,8 @@ function checkActionAndTransform(fields: Pick<RuleFields, 'action' | 'transform'
 }
 
 export function validateNewRule(input: unknown): RuleFields {
-  const body = bodyObject(input);
+  const body = structureOf('RuleCreate', input);
   const check = new FieldChecks();
-  check.unknownFields(body, FIELDS, 'rule');
-  check.required(body, 'name');
-  check.required(body, 'action');
   const fields = checkFields(body, check);
   check.throwIfAny();
   const rule: RuleFields = {
@@ -73,10 +69,8 @@ export function validateNewRule(input: unknown): RuleFields {
 }
 
 export function validateRuleChanges(input: unknown, current: RuleFields): Partial<RuleFields> {
-  const body = bodyObject(input);
-  nonEmptyChanges(body);
+  const body = structureOf('RuleUpdate', input);
   const check = new FieldChecks();
-  check.unknownFields(body, FIELDS, 'rule');
   const changes = checkFields(body, check);
   check.throwIfAny();
   // Moving away from transform drops the mapping unless the body says otherwise.

@@ -1,5 +1,5 @@
 import { scopeNames } from '@merx/contracts';
-import { fieldPath, ValidationFailed, type FieldError } from '@merx/kit';
+import { fieldPath, schemaErrors, ValidationFailed } from '@merx/kit';
 
 export interface App {
   id: string;
@@ -30,8 +30,6 @@ export interface AppInstallation {
   installedAt: Date;
 }
 
-const FIELDS = ['name', 'redirect_uris', 'scopes'];
-const KNOWN_SCOPES: ReadonlySet<string> = new Set(scopeNames);
 const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
 
 /** https anywhere; plain http only to the developer's own machine (RFC 8252 loopback redirects). */
@@ -50,30 +48,23 @@ export function redirectUriProblem(value: unknown): string | undefined {
   return 'must use https (http only for localhost or 127.0.0.1)';
 }
 
+/**
+ * The structure (a name, 1-10 redirect URIs, a non-empty list of distinct Merx scopes, nothing
+ * else) is the OpenAPI schema's, the same check the HTTP edge runs; the redirect URI policy and a
+ * name of spaces alone are what a schema cannot say.
+ */
 export function validateAppRegistration(input: unknown): AppRegistration {
-  if (typeof input !== 'object' || input === null || Array.isArray(input)) {
-    throw new ValidationFailed([{ field: '(body)', code: 'invalid_type', message: 'the body must be a JSON object' }]);
-  }
-  const body = input as Record<string, unknown>;
-  const errors: FieldError[] = [];
-  for (const key of Object.keys(body)) if (!FIELDS.includes(key)) errors.push({ field: fieldPath('', key), code: 'unknown_field', message: `${key} is not an app field` });
-  const { name, redirect_uris: redirectUris, scopes } = body;
-  if (typeof name !== 'string' || name.trim().length === 0 || [...name].length > 100) {
-    errors.push({ field: 'name', code: name === undefined ? 'required' : 'invalid_value', message: 'name is required: a non-empty string of at most 100 characters' });
-  }
-  if (!Array.isArray(redirectUris) || redirectUris.length === 0 || redirectUris.length > 10) {
-    errors.push({ field: 'redirect_uris', code: redirectUris === undefined ? 'required' : 'invalid_value', message: 'redirect_uris must be a list of 1 to 10 URLs' });
-  } else {
+  const errors = schemaErrors('AppCreate', input);
+  if (errors.some((error) => error.field === '(body)')) throw new ValidationFailed(errors);
+  const { name, redirect_uris: redirectUris, scopes } = input as { name?: unknown; redirect_uris?: unknown; scopes?: unknown };
+  if (typeof name === 'string' && name.length > 0 && name.trim().length === 0) errors.push({ field: 'name', code: 'too_short', message: 'name must not be blank' });
+  if (Array.isArray(redirectUris)) {
     redirectUris.forEach((uri, index) => {
+      const field = fieldPath('redirect_uris', index);
+      // A URI the schema already refused (not a string, too long, not a URI) is named once.
+      if (errors.some((error) => error.field === field)) return;
       const problem = redirectUriProblem(uri);
-      if (problem) errors.push({ field: fieldPath('redirect_uris', index), code: 'invalid_redirect_uri', message: `redirect URI ${problem}` });
-    });
-  }
-  if (!Array.isArray(scopes) || scopes.length === 0) {
-    errors.push({ field: 'scopes', code: scopes === undefined ? 'required' : 'invalid_value', message: 'scopes must be a non-empty list of Merx scopes' });
-  } else {
-    scopes.forEach((scope, index) => {
-      if (typeof scope !== 'string' || !KNOWN_SCOPES.has(scope)) errors.push({ field: fieldPath('scopes', index), code: 'unknown_scope', message: `${String(scope)} is not a Merx scope` });
+      if (problem) errors.push({ field, code: 'invalid_redirect_uri', message: `redirect URI ${problem}` });
     });
   }
   if (errors.length > 0) throw new ValidationFailed(errors);

@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import Router from '@koa/router';
-import { bearerTokenOf, refuseUndeclaredQueryParameters, requestBody, Unauthenticated, updateContext, type Middleware, type Outbox } from '@merx/kit';
+import { bearerTokenOf, requestBody, validateRequest, Unauthenticated, updateContext, type Middleware, type Outbox } from '@merx/kit';
 import { changeMerchantStanding } from '../usecases/merchant-standing.js';
 import { provisionMerchant } from '../usecases/provision-merchant.js';
 
@@ -8,7 +8,7 @@ const digest = (value: string) => createHash('sha256').update(value).digest();
 
 /**
  * The operator credential comes from configuration; comparing digests keeps the check constant-time
- * whatever the length. Once it holds, query parameters the operation does not declare are refused (422).
+ * whatever the length. Once it holds, the request is checked against its operation in the OpenAPI document (validateRequest).
  */
 export function requireOperator(operatorToken: string): Middleware {
   const expected = digest(operatorToken);
@@ -18,7 +18,7 @@ export function requireOperator(operatorToken: string): Middleware {
       throw new Unauthenticated('The operator credential is missing or wrong.');
     }
     updateContext({ actor: { type: 'operator', id: 'operator' } });
-    return refuseUndeclaredQueryParameters(ctx, next);
+    return validateRequest(ctx, next);
   };
 }
 

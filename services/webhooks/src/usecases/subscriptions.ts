@@ -49,7 +49,8 @@ export function subscriptionUseCases({ db, outbox, settings, now = () => new Dat
 
   /** Shape errors and address errors together, so one response lists everything wrong. */
   async function rejectUnless(errors: FieldError[], url: unknown, requester: Requester): Promise<void> {
-    const urlErrors = url === undefined ? [] : await checkEndpointUrl(url, policyFor(requester), lookup);
+    // A URL the schema already refused (not a string, not http(s)) is named once, without a DNS look-up.
+    const urlErrors = url === undefined || errors.some((error) => error.field === 'url') ? [] : await checkEndpointUrl(url, policyFor(requester), lookup);
     const all = [...errors.filter((error) => error.field !== 'url'), ...urlErrors, ...errors.filter((error) => error.field === 'url')];
     if (all.length > 0) throw new ValidationFailed(all);
   }

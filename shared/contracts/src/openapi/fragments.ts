@@ -21,12 +21,14 @@ export const currencyCode: JsonSchema = {
   type: 'string',
   pattern: '^[A-Z]{3}$',
   description: 'ISO 4217 currency code, upper case.',
+  'x-merx-error': { code: 'invalid_currency', message: 'must be an ISO 4217 code in upper case, e.g. USD' },
   examples: ['USD'],
 };
 
 export const decimalAmount: JsonSchema = {
   type: 'string',
   pattern: '^\\d{1,15}(\\.\\d{1,4})?$',
+  'x-merx-error': { code: 'invalid_decimal', message: 'must be a non-negative decimal string such as "19.99" (not a number), below 10^15' },
   description:
     'Decimal string, never a float. The number of decimals may not exceed the currency\'s minor units (JPY 0, USD 2, KWD 3).',
   examples: ['19.99'],
@@ -46,12 +48,14 @@ export const productDescription: JsonSchema = { type: ['string', 'null'], maxLen
 export const inventoryQuantity: JsonSchema = {
   type: ['integer', 'null'],
   minimum: 0,
+  maximum: 2147483647,
   description: 'Units in stock; null when inventory is not tracked.',
 };
 
 export const attributes: JsonSchema = {
   type: 'object',
   maxProperties: 50,
+  propertyNames: { type: 'string', minLength: 1, maxLength: 64 },
   additionalProperties: { type: 'string', maxLength: 500 },
   description: 'Free-form string attributes (up to 50 keys, values up to 500 characters).',
   examples: [{ color: 'black', size: 'M' }],
