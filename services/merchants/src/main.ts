@@ -1,4 +1,4 @@
-import { connectDistributedInfrastructure, createLogger, ensurePortFree, exitOnConfigError, exitOnStartFailure, loadConfig, stopOnSignals } from '@merx/kit';
+import { connectDistributedInfrastructure, createLogger, ensureAdminPortFree, ensurePortFree, exitOnConfigError, exitOnStartFailure, loadConfig, startAdminServer, stopOnSignals } from '@merx/kit';
 import { startMerchants } from './service.js';
 import { httpMerchantLookup } from './upstream/oauth-merchants.js';
 import { merchantsServiceConfig, toMerchantsSettings } from './settings.js';
@@ -12,6 +12,7 @@ try {
 }
 const logger = createLogger('merchants', config.LOG_LEVEL);
 await ensurePortFree(config.PORT, config.HOST).catch((error: unknown) => exitOnStartFailure('merchants', error));
+await ensureAdminPortFree(config).catch((error: unknown) => exitOnStartFailure('merchants', error));
 const infrastructure = await connectDistributedInfrastructure('merchants', config, logger).catch((error: unknown) => exitOnStartFailure('merchants', error));
 const merchants = await startMerchants({
   ...infrastructure,
@@ -22,8 +23,12 @@ const merchants = await startMerchants({
   settings: toMerchantsSettings(config),
   lookupMerchant: httpMerchantLookup(config.MERX_OAUTH_URL, config.MERX_SERVICE_TOKEN),
 }).catch((error: unknown) => exitOnStartFailure('merchants', error));
-logger.info({ url: merchants.url, grpc: merchants.grpc.address }, 'merchants listening');
+const admin = await startAdminServer({ port: config.ADMIN_PORT, host: config.ADMIN_HOST, logger, sources: [{ service: 'merchants', readiness: merchants.readiness }] }).catch((error: unknown) =>
+  exitOnStartFailure('merchants', error),
+);
+logger.info({ url: merchants.url, admin: admin.url, grpc: merchants.grpc.address }, 'merchants listening');
 stopOnSignals(logger, async () => {
   await merchants.stop();
+  await admin.close();
   await infrastructure.close();
 });

@@ -1,4 +1,4 @@
-import { connectDistributedInfrastructure, createLogger, ensurePortFree, exitOnConfigError, exitOnStartFailure, loadConfig, stopOnSignals } from '@merx/kit';
+import { connectDistributedInfrastructure, createLogger, ensureAdminPortFree, ensurePortFree, exitOnConfigError, exitOnStartFailure, loadConfig, startAdminServer, stopOnSignals } from '@merx/kit';
 import { startWebhooks } from './service.js';
 import { toWebhookSettings, webhooksServiceConfig } from './settings.js';
 
@@ -11,6 +11,7 @@ try {
 }
 const logger = createLogger('webhooks', config.LOG_LEVEL);
 await ensurePortFree(config.PORT, config.HOST).catch((error: unknown) => exitOnStartFailure('webhooks', error));
+await ensureAdminPortFree(config).catch((error: unknown) => exitOnStartFailure('webhooks', error));
 const infrastructure = await connectDistributedInfrastructure('webhooks', config, logger).catch((error: unknown) => exitOnStartFailure('webhooks', error));
 const webhooks = await startWebhooks({
   ...infrastructure,
@@ -20,8 +21,12 @@ const webhooks = await startWebhooks({
   grpcPort: config.GRPC_PORT,
   settings: toWebhookSettings(config),
 }).catch((error: unknown) => exitOnStartFailure('webhooks', error));
-logger.info({ url: webhooks.url, grpc: webhooks.grpc.address }, 'webhooks listening');
+const admin = await startAdminServer({ port: config.ADMIN_PORT, host: config.ADMIN_HOST, logger, sources: [{ service: 'webhooks', readiness: webhooks.readiness }] }).catch((error: unknown) =>
+  exitOnStartFailure('webhooks', error),
+);
+logger.info({ url: webhooks.url, admin: admin.url, grpc: webhooks.grpc.address }, 'webhooks listening');
 stopOnSignals(logger, async () => {
   await webhooks.stop();
+  await admin.close();
   await infrastructure.close();
 });
