@@ -9,6 +9,7 @@ import { canonicalJson } from '@merx/kit';
 import { WebhookReceiver, type ReceivedWebhook } from '@merx/webhooks/testing';
 import { Webhook } from 'standardwebhooks';
 import {
+  adminReadiness,
   call,
   createMerchant,
   eventually,
@@ -470,8 +471,7 @@ describe('webhooks end to end, through the gateway', () => {
         link.cut();
         const productEvents: string[] = [];
         try {
-          const readiness = () => fetch(`${stack.processes.webhooks!.url}/readyz`).then((r) => r.json() as Promise<{ checks: Record<string, string> }>);
-          await eventually(readiness, (ready) => ready.checks.bus === 'degraded', 'the webhooks service noticing the broker is gone');
+          await eventually(() => adminReadiness(stack, 'webhooks'), (ready) => ready.body.checks['webhooks.bus'] === 'degraded', 'the webhooks service noticing the broker is gone');
           for (let i = 0; i < 10; i++) productEvents.push((await createProduct(`CUT-${i}`)).eventId);
           // The service's own writes go to its outbox meanwhile.
           const patched = await api('PATCH', `${SUBSCRIPTIONS}/${subscription.id}`, { body: { description: 'changed while cut off' } });
