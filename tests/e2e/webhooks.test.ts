@@ -504,7 +504,7 @@ if (stackMode() === 'embedded') {
     async function startEmbeddedProcess(env: Record<string, string>): Promise<Embedded> {
       const child = spawn(process.execPath, [path.join(repoRoot, 'services/embedded/dist/src/main.js')], {
         cwd: repoRoot,
-        env: { PATH: process.env.PATH ?? '', GRPC_PORT: '0', ...env },
+        env: { PATH: process.env.PATH ?? '', GRPC_PORT: '0', ADMIN_PORT: '0', ...env },
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       const embedded: Embedded = { child, output: '', exited: new Promise((resolve) => child.once('exit', () => resolve())) };
