@@ -44,7 +44,7 @@ export function lastLines(file: string, lines = 40): string {
 
 /**
  * Starts one service as its own process, exactly as a container would run it, and resolves once
- * its /readyz answers 200. A process that exits first fails at once, with the end of its log.
+ * its /readyz answers 200 and its admin listener is open. A process that exits first fails at once, with the end of its log.
  */
 export async function startServiceProcess(options: SpawnServiceOptions): Promise<ServiceProcess> {
   const { name, port, adminPort, logFile } = options;
@@ -105,7 +105,12 @@ async function waitUntilReady(service: ServiceProcess, timeoutMs: number): Promi
     try {
       const response = await fetch(`${service.url}/readyz`);
       await response.arrayBuffer();
-      if (response.status === 200) return;
+      // The admin listener opens just after the public port: started means both answer.
+      if (response.status === 200) {
+        const admin = await fetch(`${service.adminUrl}/healthz`);
+        await admin.arrayBuffer();
+        if (admin.status === 200) return;
+      }
     } catch {
       /* not listening yet */
     }
