@@ -122,6 +122,7 @@ export async function startEmbeddedMode(extraEnv: Record<string, string> = {}): 
     MERX_DATA_DIR: dataDir,
     PORT: String(port),
     GRPC_PORT: '0',
+    ADMIN_PORT: '0',
     LOG_LEVEL: 'warn',
     ...extraEnv,
   });

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { newId, type MerxEvent } from '@merx/kit';
-import { call, createMerchant, eventually, poisonedOnPurpose, sharedStack, type ApiResponse, type Stack, type TestMerchant } from '../src/harness/index.js';
+import { adminReadiness, call, createMerchant, eventually, poisonedOnPurpose, sharedStack, type ApiResponse, type Stack, type TestMerchant } from '../src/harness/index.js';
 import { auditEntriesOf } from './audit.test.js';
 
 /** Strings PostgreSQL refuses: jsonb an unpaired surrogate, text and jsonb a NUL. */
@@ -117,14 +117,13 @@ describe('the bus never loses an event to a consumer\'s storage, and sets failur
     assert.equal(verify.body.valid, true);
 
     // Counted and exposed: a metric by queue and topic, and readiness that stays ready but says so.
-    const metricsUrl = stack.mode === 'embedded' ? `${stack.baseUrl}/metrics` : `${stack.processes.audit!.url}/metrics`;
-    const metrics = await fetch(metricsUrl).then((response) => response.text());
+    const metrics = await fetch(`${stack.adminUrl('audit')}/metrics`).then((response) => response.text());
     assert.match(metrics, /merx_bus_poisoned_total\{[^}]*queue="audit\.events"[^}]*topic="products\.created"[^}]*\} [1-9]/);
-    const readiness = await fetch(`${stack.directUrl('webhooks')}/readyz`);
+    const readiness = await adminReadiness(stack, 'webhooks');
     assert.equal(readiness.status, 200);
-    const ready = (await readiness.json()) as { checks: Record<string, string>; details?: Record<string, string> };
-    assert.equal(ready.checks.poison, 'degraded');
-    assert.match(ready.details!.poison!, /webhooks\.events/);
+    assert.equal(readiness.body.checks['webhooks.poison'], 'degraded');
+    assert.ok(readiness.body.degraded.includes('webhooks.poison'));
+    assert.match(readiness.body.details['webhooks.poison']!, /webhooks\.events/);
 
     // Replay: back on its work queue with a fresh count; it fails again, so it comes back later.
     const before = (await poisonedIn('audit.events')).data.find((message) => message.event_id === bad.id)!;

@@ -113,6 +113,20 @@ describe('production packaging (docker-compose.yml, deploy/)', function () {
       assert.equal(result.status, 0, `docker-compose config -q failed:\n${result.stderr}`);
     });
 
+    it('gives every service an admin port on the Compose network only, never published', async () => {
+      const services = servicesOf(await resolved());
+      for (const name of distributedServices) {
+        const service = asRecord(services[name], name);
+        const adminPort = environmentOf(service).ADMIN_PORT;
+        assert.match(String(adminPort), /^\d+$/, `${name}: ADMIN_PORT`);
+        assert.notEqual(adminPort, environmentOf(service).PORT, `${name}: the admin port must not be the public one`);
+        const exposed = asOptionalArray(service.expose).map(String);
+        assert.ok(exposed.includes(String(adminPort)), `${name}: expose ${String(adminPort)}`);
+        const published = asOptionalArray(service.ports).map((port) => String(typeof port === 'string' ? port.split(':').at(-1) : asRecord(port, `${name} port`).target));
+        assert.ok(!published.includes(String(adminPort)), `${name} publishes its admin port`);
+      }
+    });
+
     it('is refused, naming the variable, when any secret is missing', async () => {
       await Promise.all(
         Object.keys(SECRETS).map(async (missing) => {
@@ -265,6 +279,27 @@ describe('production packaging (docker-compose.yml, deploy/)', function () {
             assert.ok(declared.includes(httpGet.port), `${name}: ${probe} port ${String(httpGet.port)} is not a container port`);
           }
           assert.ok(asRecord(container.resources, `${name} resources`).requests, `${name}: resource requests`);
+        }
+      }
+    });
+
+    it('declares each admin port on its pod for Prometheus, and routes it through no Service', () => {
+      for (const name of distributedServices) {
+        const deployment = ofKind('Deployment').find((object) => named(object) === name);
+        assert.ok(deployment, `deploy/k8s has no Deployment "${name}"`);
+        const [container] = containersOf(deployment);
+        const env = asOptionalArray(container!.env).map((entry) => asRecord(entry, `${name} env`));
+        const adminPort = Number(env.find((entry) => entry.name === 'ADMIN_PORT')?.value);
+        assert.ok(Number.isInteger(adminPort) && adminPort > 0, `${name}: ADMIN_PORT`);
+        const declared = asArray(container!.ports, `${name} ports`).map((port) => asRecord(port, `${name} port`));
+        assert.ok(declared.some((port) => port.name === 'admin' && port.containerPort === adminPort), `${name}: container port "admin" ${adminPort}`);
+        const annotations = asRecord(asRecord(asRecord(asRecord(deployment.spec, 'spec').template, 'template').metadata, 'template metadata').annotations, `${name} pod annotations`);
+        assert.deepEqual([annotations['prometheus.io/scrape'], annotations['prometheus.io/port'], annotations['prometheus.io/path']], ['true', String(adminPort), '/metrics'], `${name}: scrape annotations`);
+        for (const probe of ['readinessProbe', 'livenessProbe']) assert.notEqual(asRecord(asRecord(container![probe], probe).httpGet, 'httpGet').port, 'admin', `${name}: ${probe} on the public port`);
+      }
+      for (const service of ofKind('Service')) {
+        for (const port of asOptionalArray(asRecord(service.spec, 'spec').ports).map((entry) => asRecord(entry, 'service port'))) {
+          assert.notEqual(port.targetPort, 'admin', `Service ${String(named(service))} routes an admin port`);
         }
       }
     });

@@ -1,15 +1,10 @@
 import assert from 'node:assert/strict';
-import { call, createMerchant, eventually, sharedStack, stackMode, type ApiResponse, type Stack, type TestMerchant } from '../src/harness/index.js';
+import { adminReadiness, call, createMerchant, eventually, sharedStack, stackMode, type AdminService, type ApiResponse, type Stack, type TestMerchant } from '../src/harness/index.js';
 
-interface Readiness {
-  status: string;
-  checks: Record<string, string>;
-  details?: Record<string, string>;
-}
-
-const readiness = async (url: string): Promise<{ status: number; body: Readiness }> => {
+/** What a load balancer sees: the public port's status alone. */
+const publicReadiness = async (url: string): Promise<{ status: number; body: unknown }> => {
   const response = await fetch(`${url}/readyz`);
-  return { status: response.status, body: (await response.json()) as Readiness };
+  return { status: response.status, body: await response.json() };
 };
 
 /** One cheap read per service, through the gateway. */
@@ -40,9 +35,14 @@ if (stackMode() === 'distributed') {
         this.timeout(90_000);
         await stack.kill(stopped);
         try {
-          const gateway = await readiness(stack.baseUrl);
+          const balanced = await publicReadiness(stack.baseUrl);
+          assert.deepEqual([balanced.status, balanced.body], [200, { status: 'ready' }]);
+          // What is degraded, and why, is on the gateway's admin port.
+          const gateway = await adminReadiness(stack, 'gateway');
           assert.equal(gateway.status, 200, JSON.stringify(gateway.body));
-          assert.equal(gateway.body.checks[stopped], 'degraded');
+          assert.equal(gateway.body.checks[`gateway.${stopped}`], 'degraded');
+          assert.ok(gateway.body.degraded.includes(`gateway.${stopped}`), JSON.stringify(gateway.body));
+          assert.match(gateway.body.details[`gateway.${stopped}`] ?? '', new RegExp(`${stopped} is unreachable`));
           for (const [service, path] of Object.entries(READS)) {
             const answer = await read(path);
             if (service === stopped) {
@@ -64,11 +64,12 @@ if (stackMode() === 'distributed') {
       for (const link of Object.values(stack.brokerLinks)) link.cut();
       let created: ApiResponse;
       try {
-        for (const service of ['oauth', 'catalog', 'audit', 'webhooks', 'merchants']) {
-          const ready = await eventually(() => readiness(stack.processes[service]!.url), (answer) => answer.body.checks.bus === 'degraded', `${service} noticing the broker is gone`);
+        for (const service of ['oauth', 'catalog', 'audit', 'webhooks', 'merchants'] as AdminService[]) {
+          const ready = await eventually(() => adminReadiness(stack, service), (answer) => answer.body.checks[`${service}.bus`] === 'degraded', `${service} noticing the broker is gone`);
           assert.equal(ready.status, 200, `${service}: ${JSON.stringify(ready.body)}`);
+          assert.deepEqual(await publicReadiness(stack.processes[service]!.url), { status: 200, body: { status: 'ready' } });
         }
-        assert.equal((await readiness(stack.baseUrl)).status, 200);
+        assert.equal((await publicReadiness(stack.baseUrl)).status, 200);
         created = await call(stack, 'POST', '/api/v1/products', { token: merchant.token, body: { sku: 'NO-BROKER', title: 'Written without a broker', price: '3.00', currency: 'EUR' } });
         assert.equal(created.status, 201, created.text);
         for (const path of Object.values(READS)) assert.equal((await read(path)).status, 200, path);

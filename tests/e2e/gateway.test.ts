@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { call, createMerchant, sharedStack, type Stack } from '../src/harness/index.js';
+import { adminReadiness, call, createMerchant, sharedStack, type Stack } from '../src/harness/index.js';
 
 describe('gateway edge behaviour', () => {
   let stack: Stack;
@@ -51,12 +51,49 @@ describe('gateway edge behaviour', () => {
     assert.equal((await fetch(`${stack.baseUrl}/healthz`)).status, 200);
   });
 
-  it('reports health, readiness and metrics', async () => {
+  it('serves a load balancer what it needs on the public port, and nothing more', async () => {
     assert.deepEqual(await fetch(`${stack.baseUrl}/healthz`).then((r) => r.json()), { status: 'ok' });
     const ready = await call(stack, 'GET', '/readyz');
     assert.equal(ready.status, 200);
-    for (const upstream of ['oauth', 'catalog', 'audit', 'webhooks']) assert.equal(ready.body.checks[upstream], 'ok', upstream);
-    const metrics = await fetch(`${stack.baseUrl}/metrics`).then((r) => r.text());
-    assert.match(metrics, /merx_http_request_duration_seconds_bucket/);
+    assert.deepEqual(ready.body, { status: 'ready' }, 'no dependency names or errors on the public port');
+    const metrics = await call(stack, 'GET', '/metrics');
+    assert.equal(metrics.status, 404, metrics.text);
+    assert.match(metrics.headers.get('content-type') ?? '', /^application\/problem\+json/);
+    assert.equal(metrics.body.code, 'not_found');
+  });
+
+  it('serves metrics and every service\'s detailed readiness on the admin port', async () => {
+    const health = await fetch(`${stack.adminUrl('gateway')}/healthz`);
+    assert.deepEqual([health.status, await health.json()], [200, { status: 'ok' }]);
+    const gateway = await adminReadiness(stack, 'gateway');
+    assert.equal(gateway.status, 200, JSON.stringify(gateway.body));
+    for (const upstream of ['oauth', 'catalog', 'audit', 'webhooks', 'merchants', 'console']) assert.equal(gateway.body.checks[`gateway.${upstream}`], 'ok', upstream);
+    // Other tests may leave poisoned messages behind (a degraded service); no upstream is degraded.
+    assert.deepEqual(gateway.body.degraded.filter((name) => name.startsWith('gateway.')), []);
+    for (const service of ['oauth', 'catalog', 'audit', 'webhooks', 'merchants', 'console'] as const) {
+      const ready = await adminReadiness(stack, service);
+      assert.equal(ready.status, 200, `${service}: ${JSON.stringify(ready.body)}`);
+      assert.equal(ready.body.checks[`${service}.database`], 'ok', service);
+    }
+    const metrics = await fetch(`${stack.adminUrl('gateway')}/metrics`);
+    assert.equal(metrics.status, 200);
+    const text = await metrics.text();
+    assert.match(text, /merx_http_request_duration_seconds_bucket\{[^}]*service="gateway"/);
+    assert.match(text, /merx_readiness_check\{service="gateway",check="catalog"\} 1/);
+  });
+
+  // A service's own port is reachable from the whole service network: status only there as well (both modes).
+  it('keeps metrics and readiness details off every service\'s own port', async () => {
+    for (const service of ['oauth', 'catalog', 'webhooks', 'merchants'] as const) {
+      const origin = stack.directUrl(service);
+      const ready = await fetch(`${origin}/readyz`);
+      assert.deepEqual([ready.status, await ready.json()], [200, { status: 'ready' }], service);
+      const metrics = await fetch(`${origin}/metrics`);
+      assert.equal(metrics.status, 404, service);
+      assert.match(metrics.headers.get('content-type') ?? '', /^application\/problem\+json/, service);
+      const admin = await fetch(`${stack.adminUrl(service)}/metrics`);
+      assert.equal(admin.status, 200, service);
+      assert.match(await admin.text(), new RegExp(`merx_readiness_check\\{service="${service}",check="database"\\} 1`), service);
+    }
   });
 });

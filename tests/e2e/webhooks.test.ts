@@ -10,6 +10,7 @@ import { WebhookReceiver, type ReceivedWebhook } from '@merx/webhooks/testing';
 import pg from 'pg';
 import { Webhook } from 'standardwebhooks';
 import {
+  adminReadiness,
   call,
   createMerchant,
   eventually,
@@ -501,8 +502,7 @@ describe('webhooks end to end, through the gateway', () => {
         link.cut();
         const productEvents: string[] = [];
         try {
-          const readiness = () => fetch(`${stack.processes.webhooks!.url}/readyz`).then((r) => r.json() as Promise<{ checks: Record<string, string> }>);
-          await eventually(readiness, (ready) => ready.checks.bus === 'degraded', 'the webhooks service noticing the broker is gone');
+          await eventually(() => adminReadiness(stack, 'webhooks'), (ready) => ready.body.checks['webhooks.bus'] === 'degraded', 'the webhooks service noticing the broker is gone');
           for (let i = 0; i < 10; i++) productEvents.push((await createProduct(`CUT-${i}`)).eventId);
           // The service's own writes go to its outbox meanwhile.
           const patched = await api('PATCH', `${SUBSCRIPTIONS}/${subscription.id}`, { body: { description: 'changed while cut off' } });
@@ -535,7 +535,7 @@ if (stackMode() === 'embedded') {
     async function startEmbeddedProcess(env: Record<string, string>): Promise<Embedded> {
       const child = spawn(process.execPath, [path.join(repoRoot, 'services/embedded/dist/src/main.js')], {
         cwd: repoRoot,
-        env: { PATH: process.env.PATH ?? '', GRPC_PORT: '0', ...env },
+        env: { PATH: process.env.PATH ?? '', GRPC_PORT: '0', ADMIN_PORT: '0', ...env },
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       const embedded: Embedded = { child, output: '', exited: new Promise((resolve) => child.once('exit', () => resolve())) };

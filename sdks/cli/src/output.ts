@@ -43,7 +43,7 @@ export class Output {
   /** One object: JSON, or a two-column table of its fields. */
   object(value: unknown): void {
     const selected = this.select(value);
-    // A text answer (metrics) is printed as it came, JSON or not: quoting it would help no reader.
+    // A text answer is printed as it came, JSON or not: quoting it would help no reader.
     if (typeof selected === 'string') {
       this.stdout.write(selected.endsWith('\n') ? selected : `${selected}\n`);
       return;

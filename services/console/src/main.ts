@@ -1,4 +1,4 @@
-import { createLogger, createPostgresDb, ensurePortFree, exitOnConfigError, exitOnStartFailure, loadConfig, stopOnSignals, startTracing } from '@merx/kit';
+import { createLogger, createPostgresDb, ensurePortFree, exitOnConfigError, exitOnStartFailure, loadConfig, stopOnSignals, startTracing, ensureAdminPortFree, startAdminServer } from '@merx/kit';
 import { startConsole } from './service.js';
 import { consoleConfig, settingsFromConfig } from './settings.js';
 
@@ -13,6 +13,7 @@ const logger = createLogger('console', config.LOG_LEVEL);
 // OTEL_* checked here, before any port opens; without an endpoint nothing of the SDK is loaded.
 await startTracing('merx-console').catch((error: unknown) => exitOnStartFailure('console', error));
 await ensurePortFree(config.PORT, config.HOST).catch((error: unknown) => exitOnStartFailure('console', error));
+await ensureAdminPortFree(config).catch((error: unknown) => exitOnStartFailure('console', error));
 const db = createPostgresDb(config.DATABASE_URL, {
   maxConnections: config.MERX_DB_POOL_SIZE,
   applicationName: 'merx-console',
@@ -22,8 +23,12 @@ const db = createPostgresDb(config.DATABASE_URL, {
 });
 await db.ping().catch((error: unknown) => exitOnStartFailure('console', error));
 const running = await startConsole({ db, logger, settings: settingsFromConfig(config), migrationMode: config.MERX_MIGRATIONS, port: config.PORT, host: config.HOST }).catch((error: unknown) => exitOnStartFailure('console', error));
-logger.info({ url: running.url }, 'console listening');
+const admin = await startAdminServer({ port: config.ADMIN_PORT, host: config.ADMIN_HOST, logger, sources: [{ service: 'console', readiness: running.readiness }] }).catch((error: unknown) =>
+  exitOnStartFailure('console', error),
+);
+logger.info({ url: running.url, admin: admin.url }, 'console listening');
 stopOnSignals(logger, async () => {
   await running.stop();
+  await admin.close();
   await db.close();
 });

@@ -1,4 +1,4 @@
-import { createServiceApp, listen, migrateSchema, scheduleMaintenance, type Db, type Logger, type MigrationMode, type RunningServer } from '@merx/kit';
+import { createServiceApp, listen, migrateSchema, scheduleMaintenance, type Db, type Logger, type MigrationMode, type ReadinessCheck, type RunningServer } from '@merx/kit';
 import { Sealer } from './domain/sealing.js';
 import { AuthorizationServer } from './oauth/authorization-server.js';
 import { consolePages } from './routes/index.js';
@@ -22,6 +22,8 @@ export interface ConsoleDeps {
 }
 
 export interface RunningConsole extends RunningServer {
+  /** Every check of the public /readyz, for the admin listener's detailed one. */
+  readiness: ReadinessCheck[];
   stop(): Promise<void>;
 }
 
@@ -47,10 +49,11 @@ export async function startConsole(deps: ConsoleDeps): Promise<RunningConsole> {
     secureCookies,
     now: deps.now ?? (() => new Date()),
   };
+  const readiness: ReadinessCheck[] = [{ name: 'database', check: () => db.ping() }];
   const app = createServiceApp({
     service: 'console',
     logger,
-    readiness: [{ name: 'database', check: () => db.ping() }],
+    readiness,
     // Forms are url-encoded: the console reads them itself, before the kit's JSON-only body parser.
     beforeJsonBody: (koa) => {
       koa.use(assets.serve);
@@ -75,6 +78,7 @@ export async function startConsole(deps: ConsoleDeps): Promise<RunningConsole> {
   );
   return {
     ...server,
+    readiness,
     async stop() {
       maintenance.stop();
       await server.close();

@@ -1,4 +1,4 @@
-import { configFields, z } from '@merx/kit';
+import { adminListenerSettings, configFields, z } from '@merx/kit';
 
 /** What the console needs from its deployment, whichever launcher starts it. */
 export interface ConsoleSettings {
@@ -37,6 +37,7 @@ export const consoleConfig = z
   .object({
     PORT: configFields.port(3006),
     HOST: z.string().default('0.0.0.0'),
+    ...adminListenerSettings(9006, '0.0.0.0'),
     LOG_LEVEL: configFields.logLevel,
     DATABASE_URL: configFields.databaseUrl,
     MERX_DB_POOL_SIZE: configFields.positiveInt(5),

@@ -8,6 +8,8 @@ export interface DevCredentials {
   base_url: string;
   /** The public gRPC address (`localhost:50051`), as clients and grpcurl take it. */
   grpc_url: string;
+  /** The embedded process's admin listener (/metrics, the detailed /readyz); loopback unless ADMIN_HOST says otherwise. */
+  admin_url?: string;
   merchant_id: string;
   api_key: string;
   operator_token: string;
@@ -76,6 +78,7 @@ export function startBanner(title: string, credentials: DevCredentials, credenti
       '',
       `  Base URL      ${credentials.base_url}`,
       `  gRPC          ${credentials.grpc_url}`,
+      ...(credentials.admin_url ? [`  Admin         ${credentials.admin_url} (/metrics, /readyz with details)`] : []),
       `  Merchant      ${credentials.merchant_id}`,
       `  API key       ${credentials.api_key}`,
       `  Credentials   ${credentialsFile}`,

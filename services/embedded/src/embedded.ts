@@ -8,6 +8,7 @@ import {
   busRetryPolicyFromEnv,
   createJwksTokenVerifier,
   createPgliteDb,
+  ensureAdminPortFree,
   ensurePortFree,
   freePort,
   issuerOf,
@@ -16,10 +17,12 @@ import {
   openPglite,
   RevocationList,
   SecretKeyRing,
+  startAdminServer,
   startRevocationFeed,
   type Db,
   type Logger,
   type RetryPolicy,
+  type RunningServer,
 } from '@merx/kit';
 import { consoleRedirectUri } from '@merx/contracts';
 import { DEFAULT_SESSION_IDLE_SECONDS, DEFAULT_SESSION_MAX_AGE_SECONDS, startConsole, type RunningConsole } from '@merx/console';
@@ -38,6 +41,10 @@ export interface EmbeddedOptions {
   grpcPort?: number;
   /** The gateway's interface: loopback (127.0.0.1) unless given. */
   host?: string;
+  /** The admin listener (/metrics, the detailed /readyz of every service); 0 or absent picks a free one. */
+  adminPort?: number;
+  /** The admin listener's interface: loopback (127.0.0.1) unless given. */
+  adminHost?: string;
   logger: Logger;
   publicUrl?: string;
   accessTokenTtlSeconds?: number;
@@ -66,6 +73,8 @@ export interface RunningEmbedded {
   baseUrl: string;
   /** The public gRPC address, `host:port` (what grpcurl and grpc-js clients take). */
   grpcUrl: string;
+  /** The admin listener: /metrics and /readyz with every service's checks, details and degradations. */
+  admin: RunningServer;
   credentials: DevCredentials;
   /** True when this start created the sandbox merchant (first start). */
   firstStart: boolean;
@@ -90,11 +99,13 @@ function inMemory(settings: ThrottleSettings): ThrottleSettings {
 export async function startEmbedded(options: EmbeddedOptions): Promise<RunningEmbedded> {
   const { logger } = options;
   const host = options.host ?? '127.0.0.1';
+  const adminHost = options.adminHost ?? '127.0.0.1';
   const apiReference = options.apiReference ?? loadApiReference();
   const busRetry = options.busRetry ?? busRetryPolicyFromEnv(process.env);
   // Before anything is written: a port in use must not leave a half-made data directory behind.
   await ensurePortFree(options.port, host);
   await ensurePortFree(options.grpcPort ?? 0, host);
+  await ensureAdminPortFree({ ADMIN_PORT: options.adminPort ?? 0, ADMIN_HOST: adminHost });
   if (options.dataDir) await mkdir(options.dataDir, { recursive: true });
   const secrets = await loadOrCreateDevSecrets(options.dataDir);
   // The data directory's own key always opens: a key given in MERX_SECRETS_KEYS seals from now on.
@@ -195,6 +206,23 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<RunningEm
       grpc: { port: options.grpcPort ?? 0, upstreams: { catalog: catalog.grpc.address, merchants: merchants.grpc.address, webhooks: webhooks.grpc.address } },
     }));
     const grpcUrl = `${new URL(baseUrl).hostname}:${gateway.grpc!.port}`;
+    // One admin listener for the whole process: every service's checks, named `<service>.<check>` as in the distributed mode.
+    const admin = await startAdminServer({
+      port: options.adminPort ?? 0,
+      host: adminHost,
+      logger,
+      sources: [
+        { service: 'gateway', readiness: gateway.readiness },
+        { service: 'oauth', readiness: oauth.readiness },
+        { service: 'catalog', readiness: catalog.readiness },
+        { service: 'audit', readiness: audit.readiness },
+        { service: 'webhooks', readiness: webhooks.readiness },
+        { service: 'merchants', readiness: merchants.readiness },
+        { service: 'console', readiness: consoleApp.readiness },
+      ],
+    });
+    track({ stop: () => admin.close() });
+    const adminUrl = admin.url;
 
     const devFile = options.dataDir ? path.join(options.dataDir, 'dev.json') : undefined;
     let credentials = devFile ? await readJsonFile<DevCredentials>(devFile) : undefined;
@@ -204,6 +232,7 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<RunningEm
       credentials = {
         base_url: baseUrl,
         grpc_url: grpcUrl,
+        admin_url: adminUrl,
         merchant_id: provisioned.merchant.id,
         api_key: provisioned.api_key.secret!,
         operator_token: secrets.operator_token,
@@ -211,14 +240,15 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<RunningEm
         owner_password: provisioned.owner.password!,
       };
       if (devFile) await writeJsonFile(devFile, credentials);
-    } else if (credentials.base_url !== baseUrl || credentials.grpc_url !== grpcUrl) {
-      credentials = { ...credentials, base_url: baseUrl, grpc_url: grpcUrl };
+    } else if (credentials.base_url !== baseUrl || credentials.grpc_url !== grpcUrl || credentials.admin_url !== adminUrl) {
+      credentials = { ...credentials, base_url: baseUrl, grpc_url: grpcUrl, admin_url: adminUrl };
       if (devFile) await writeJsonFile(devFile, credentials);
     }
 
     return {
       baseUrl,
       grpcUrl,
+      admin,
       credentials: credentials!,
       firstStart,
       db,
@@ -231,6 +261,7 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<RunningEm
       merchants,
       console: consoleApp,
       async stop() {
+        await admin.close();
         await gateway.stop();
         await consoleApp.stop();
         await merchants.stop();

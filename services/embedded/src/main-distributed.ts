@@ -171,9 +171,11 @@ async function main(): Promise<void> {
     : { ...(await provisionSandboxMerchant(cluster.gatewayUrl, cluster.publicUrl, secrets.operator_token).catch(failedStart)), grpc_url: grpcUrl };
   await writeJsonFile(devFile, credentials);
   const services = Object.values(cluster.processes).map((service) => `${service.name} ${service.url}`);
+  const adminListeners = Object.values(cluster.processes).map((service) => `${service.name} ${service.adminUrl}`);
   process.stdout.write(
     startBanner(`Merx is running (distributed mode${reusable ? '' : ', sandbox merchant created'}); Ctrl-C stops every service`, credentials, devFile, [
       `  Services      ${services.join(', ')}`,
+      `  Admin         ${adminListeners.join(', ')} (/metrics, /readyz with details)`,
       `  Logs          ${logDir}`,
     ]),
   );

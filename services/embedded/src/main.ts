@@ -1,6 +1,6 @@
 import { existsSync, rmSync } from 'node:fs';
 import path from 'node:path';
-import { ConfigError, configFields, createLogger, exitOnConfigError, exitOnStartFailure, loadConfig, startTracing, stopOnSignals, z } from '@merx/kit';
+import { ConfigError, configFields, createLogger, exitOnConfigError, exitOnStartFailure, loadConfig, startTracing, stopOnSignals, z, adminListenerSettings } from '@merx/kit';
 import { loadApiReference, throttleSettingsFromEnv } from '@merx/gateway';
 import { signInThrottleFromEnv } from '@merx/oauth';
 import { webhookSettingsFromEnv } from '@merx/webhooks';
@@ -13,6 +13,8 @@ const embeddedConfig = z.object({
   // Loopback unless opened on purpose: the embedded default lets webhooks reach private
   // addresses, so a gateway open to the network would let anyone make it call internal hosts.
   HOST: z.string().min(1).default('127.0.0.1'),
+  // /metrics and every service's detailed readiness; loopback unless opened on purpose, like HOST.
+  ...adminListenerSettings(9080, '127.0.0.1'),
   LOG_LEVEL: configFields.logLevel,
   MERX_DATA_DIR: z.string().min(1).default('./.merx'),
   MERX_PUBLIC_URL: configFields.httpUrl('http://localhost:8080').optional(),
@@ -52,6 +54,8 @@ const merx = await startEmbedded({
   port: config.PORT,
   grpcPort: config.GRPC_PORT,
   host: config.HOST,
+  adminPort: config.ADMIN_PORT,
+  adminHost: config.ADMIN_HOST,
   logger,
   publicUrl: config.MERX_PUBLIC_URL,
   accessTokenTtlSeconds: config.MERX_ACCESS_TOKEN_TTL,

@@ -40,6 +40,8 @@ describe('embedded mode (npm start)', () => {
       assert.match(written.api_key, /^mx_test_[0-9A-Za-z]{16}_[0-9A-Za-z]{32}$/);
       assert.ok(written.operator_token.length >= 32);
       assert.equal((await stat(path.join(dataDir, 'dev.json'))).mode & 0o077, 0, 'dev.json is private to its owner');
+      assert.equal(written.admin_url, first.admin.url, 'dev.json names the admin listener');
+      assert.equal((await fetch(`${written.admin_url}/metrics`)).status, 200);
 
       const token = await tokenFor(first.baseUrl, written.api_key);
       const created = await fetch(`${first.baseUrl}/api/v1/products`, {
@@ -79,6 +81,7 @@ describe('embedded mode (npm start)', () => {
       });
       assert.equal(changed.status, 200, await changed.clone().text());
       assert.equal((first.gateway.server.address() as AddressInfo).address, '127.0.0.1');
+      assert.equal((first.admin.server.address() as AddressInfo).address, '127.0.0.1', 'metrics and readiness details stay on the machine');
     } finally {
       await first.stop();
     }
@@ -87,8 +90,8 @@ describe('embedded mode (npm start)', () => {
     try {
       const token = await tokenFor(second.baseUrl, second.credentials.api_key);
       for (let deadline = Date.now() + 10_000; ; ) {
-        const ready = (await (await fetch(`${second.baseUrl}/readyz`)).json()) as { checks: Record<string, string> };
-        if (ready.checks.limiter === 'ok') break;
+        const ready = (await (await fetch(`${second.admin.url}/readyz`)).json()) as { checks: Record<string, string> };
+        if (ready.checks['gateway.limiter'] === 'ok') break;
         assert.ok(Date.now() < deadline, `the overrides were not loaded: ${JSON.stringify(ready)}`);
         await new Promise((resolve) => setTimeout(resolve, 50));
       }

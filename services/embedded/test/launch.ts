@@ -13,8 +13,8 @@ export interface Launched {
 
 export function launch(entry: 'main' | 'main-distributed', env: Record<string, string>): Launched {
   const child = spawn(process.execPath, [path.join(servicesDir, 'embedded/dist/src', `${entry}.js`)], {
-    // GRPC_PORT 0: a free gRPC port, so launches side by side never clash on 50051.
-    env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', GRPC_PORT: '0', ...env },
+    // GRPC_PORT and ADMIN_PORT 0: free ports, so launches side by side never clash on 50051 or 9080.
+    env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', GRPC_PORT: '0', ADMIN_PORT: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stdout = '';

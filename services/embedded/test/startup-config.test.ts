@@ -18,7 +18,7 @@ function runEntryPoint(service: string, env: Record<string, string>): Promise<{ 
 
 describe('configuration is checked before a port opens', () => {
   const cases: Array<{ service: string; env: Record<string, string>; mentions: string[] }> = [
-    { service: 'catalog', env: {}, mentions: ['DATABASE_URL', 'AMQP_URL', 'MERX_PUBLIC_URL'] },
+    { service: 'catalog', env: { ADMIN_PORT: 'metrics' }, mentions: ['DATABASE_URL', 'AMQP_URL', 'MERX_PUBLIC_URL', 'ADMIN_PORT'] },
     { service: 'audit', env: { MERX_AUDIT_QUEUE: 'audit.events', MERX_DEPLOYMENT: 'Not Valid' }, mentions: ['DATABASE_URL', 'MERX_AUDIT_QUEUE', 'MERX_DEPLOYMENT'] },
     { service: 'oauth', env: { DATABASE_URL: 'postgres://x@localhost/x', AMQP_URL: 'amqp://localhost', MERX_PUBLIC_URL: 'http://localhost:8080', MERX_JWKS_URL: 'http://localhost:3001/oauth/jwks', MERX_OPERATOR_TOKEN: 'short' }, mentions: ['MERX_OPERATOR_TOKEN', 'MERX_COOKIE_SECRET'] },
     { service: 'gateway', env: { MERX_PUBLIC_URL: 'not a url', PORT: 'eighty', MERX_THROTTLE_KEY_PREFIX: 'x:' }, mentions: ['MERX_PUBLIC_URL', 'PORT', 'MERX_OAUTH_URL', 'MERX_CATALOG_URL', 'MERX_THROTTLE_KEY_PREFIX'] },
@@ -29,7 +29,7 @@ describe('configuration is checked before a port opens', () => {
     { service: 'merchants', env: { DATABASE_URL: 'postgres://x@localhost/x', AMQP_URL: 'amqp://localhost', MERX_PUBLIC_URL: 'http://localhost:8080', MERX_JWKS_URL: 'http://localhost:3001/oauth/jwks', MERX_SECRETS_KEYS: `k1:${Buffer.alloc(32).toString('base64')},${Buffer.alloc(32).toString('base64')}` }, mentions: ['MERX_SECRETS_KEYS', 'entry 2 must be keyId:base64'] },
     { service: 'embedded', env: { MERX_SECRETS_KEYS: 'k1' }, mentions: ['MERX_SECRETS_KEYS'] },
     { service: 'console', env: { MERX_PUBLIC_URL: 'http://merx.internal', MERX_CONSOLE_CLIENT_SECRET: 'short' }, mentions: ['DATABASE_URL', 'MERX_PUBLIC_URL', 'MERX_CONSOLE_CLIENT_SECRET'] },
-    { service: 'embedded', env: { PORT: '99999' }, mentions: ['PORT'] },
+    { service: 'embedded', env: { PORT: '99999', ADMIN_PORT: '-1' }, mentions: ['PORT', 'ADMIN_PORT'] },
   ];
   for (const { service, env, mentions } of cases) {
     it(`${service}: a bad or missing setting stops it (${mentions.join(", ")}) with one line naming the variables`, async function () {

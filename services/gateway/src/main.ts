@@ -1,4 +1,5 @@
 import {
+  adminListenerSettings,
   AmqpBus,
   API_AUDIENCE,
   busRetryPolicyOf,
@@ -8,6 +9,7 @@ import {
   deploymentField,
   createLogger,
   DEFAULT_MAX_TOKEN_LIFETIME_SECONDS,
+  ensureAdminPortFree,
   ensurePortFree,
   exitOnConfigError,
   exitOnStartFailure,
@@ -16,6 +18,7 @@ import {
   jwksUrlOf,
   loadConfig,
   RevocationList,
+  startAdminServer,
   startRevocationFeed,
   stopOnSignals,
   z,
@@ -32,6 +35,8 @@ const grpcAddress = (fallback: string) =>
 const gatewayConfig = z.object({
   PORT: configFields.port(8080),
   HOST: z.string().default('0.0.0.0'),
+  // /metrics and the detailed /readyz (which upstream is degraded, and why): never routed by the ingress.
+  ...adminListenerSettings(9080, '0.0.0.0'),
   LOG_LEVEL: configFields.logLevel,
   MERX_PUBLIC_URL: configFields.httpUrl('http://localhost:8080'),
   MERX_OAUTH_URL: configFields.httpUrl('http://oauth:3001'),
@@ -77,6 +82,7 @@ try {
 }
 await ensurePortFree(config.PORT, config.HOST).catch((error: unknown) => exitOnStartFailure('gateway', error));
 await ensurePortFree(config.GRPC_PORT, config.HOST).catch((error: unknown) => exitOnStartFailure('gateway', error));
+await ensureAdminPortFree(config).catch((error: unknown) => exitOnStartFailure('gateway', error));
 const bus = await AmqpBus.connect({ url: config.AMQP_URL, service: 'gateway', logger, deployment: config.MERX_DEPLOYMENT, retry: busRetryPolicyOf(config) });
 const revocations = new RevocationList({ maxTokenLifetimeSeconds: DEFAULT_MAX_TOKEN_LIFETIME_SECONDS });
 const revocationFeed = await startRevocationFeed({ list: revocations, bus, service: 'gateway', logger, load: httpRevocationLoader(config.MERX_OAUTH_URL, config.MERX_SERVICE_TOKEN) }).catch((error: unknown) =>
@@ -97,9 +103,13 @@ const gateway = await startGateway({
   host: config.HOST,
   grpc: { port: config.GRPC_PORT, upstreams: { catalog: config.MERX_CATALOG_GRPC, merchants: config.MERX_MERCHANTS_GRPC, webhooks: config.MERX_WEBHOOKS_GRPC } },
 }).catch((error: unknown) => exitOnStartFailure('gateway', error));
-logger.info({ url: gateway.url, grpc: gateway.grpc!.address }, 'gateway listening');
+const admin = await startAdminServer({ port: config.ADMIN_PORT, host: config.ADMIN_HOST, logger, sources: [{ service: 'gateway', readiness: gateway.readiness }] }).catch((error: unknown) =>
+  exitOnStartFailure('gateway', error),
+);
+logger.info({ url: gateway.url, admin: admin.url, grpc: gateway.grpc!.address }, 'gateway listening');
 stopOnSignals(logger, async () => {
   await gateway.stop();
+  await admin.close();
   await revocationFeed.stop();
   await bus.close();
 });

@@ -49,6 +49,8 @@ export interface GatewayDeps {
 }
 
 export interface RunningGateway extends RunningServer {
+  /** Every check of the public /readyz (upstreams, revocations, limiter), for the admin listener's detailed one. */
+  readiness: ReadinessCheck[];
   grpc?: RunningGrpcEdge;
   stop(): Promise<void>;
 }
@@ -93,13 +95,12 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
   app.silent = true;
   app.use(requestContextMiddleware('gateway', { trustIncomingRequestId: false, trustedProxies: proxyTrust(deps.trustedProxies ?? []), logger: deps.logger }));
   app.use(problemMiddleware(deps.logger));
-  app.use(
-    healthRoutes([
-      ...Object.values(upstreams).map((upstream) => ({ name: upstream.name, check: () => checkUpstream(upstream) })),
-      ...(deps.readiness ?? []),
-      ...(throttle ? [{ name: 'limiter', check: () => throttle.degradation() }] : []),
-    ], 'gateway'),
-  );
+  const readiness: ReadinessCheck[] = [
+    ...Object.values(upstreams).map((upstream) => ({ name: upstream.name, check: () => checkUpstream(upstream) })),
+    ...(deps.readiness ?? []),
+    ...(throttle ? [{ name: 'limiter', check: () => throttle.degradation() }] : []),
+  ];
+  app.use(healthRoutes(readiness, 'gateway'));
   app.use(apiReferenceRoutes(apiReference));
   app.use(async function routeRequest(ctx, next) {
     if (ctx.path === '/api/v1/openapi.json' && (ctx.method === 'GET' || ctx.method === 'HEAD')) {
@@ -139,6 +140,7 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
   }
   return {
     ...server,
+    readiness,
     grpc,
     async stop() {
       await grpc?.stop();

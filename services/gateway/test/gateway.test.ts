@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { createServer } from 'node:net';
 import { exportJWK, generateKeyPair, SignJWT, createLocalJWKSet } from 'jose';
-import { createLogger, createTokenVerifier, newId } from '@merx/kit';
+import { createLogger, createTokenVerifier, newId, startAdminServer, type RunningServer } from '@merx/kit';
 import { startGateway, type RunningGateway } from '../src/index.js';
 
 const ISSUER = 'http://localhost:8080/oauth';
@@ -18,6 +18,7 @@ async function closedPort(): Promise<number> {
 
 describe('gateway (component, upstreams down)', () => {
   let gateway: RunningGateway;
+  let admin: RunningServer;
   let sign: (claims: Record<string, unknown>) => Promise<string>;
 
   before(async () => {
@@ -28,8 +29,12 @@ describe('gateway (component, upstreams down)', () => {
     const verifier = createTokenVerifier(createLocalJWKSet({ keys: [publicJwk] }), { issuer: ISSUER, audience: 'urn:merx:api' });
     const down = `http://127.0.0.1:${await closedPort()}`;
     gateway = await startGateway({ logger: createLogger('gateway-test', 'silent'), verifier, publicUrl: 'http://localhost:8080', upstreams: { oauth: down, catalog: down, audit: down, webhooks: down, merchants: down }, serviceToken: 'gateway-test-service-token', port: 0 });
+    admin = await startAdminServer({ port: 0, host: '127.0.0.1', logger: createLogger('gateway-test', 'silent'), sources: [{ service: 'gateway', readiness: gateway.readiness }] });
   });
-  after(() => gateway.stop());
+  after(async () => {
+    await admin.close();
+    await gateway.stop();
+  });
 
   const token = () => sign({ merchant_id: newId('mch'), client_id: 'mx_test_AAAAAAAAAAAAAAAA', scope: 'products:read' });
 
@@ -59,15 +64,29 @@ describe('gateway (component, upstreams down)', () => {
     assert.equal(((await response.json()) as { code: string }).code, 'payload_too_large');
   });
 
-  it('stays ready with every upstream down, reporting each as degraded, in /readyz and /metrics', async () => {
+  it('stays ready with every upstream down, saying only that on the public port', async () => {
     const ready = await fetch(`${gateway.url}/readyz`);
     assert.equal(ready.status, 200, 'one failing service must not take the whole API out of the load balancer');
-    const body = (await ready.json()) as { status: string; checks: Record<string, string>; details: Record<string, string> };
-    assert.equal(body.status, 'ready');
-    for (const upstream of ['oauth', 'catalog', 'audit', 'webhooks', 'merchants']) assert.equal(body.checks[upstream], 'degraded', upstream);
-    assert.match(body.details.catalog ?? '', /catalog is unreachable.*its routes answer 503/);
+    const text = await ready.text();
+    assert.deepEqual(JSON.parse(text), { status: 'ready' });
+    assert.doesNotMatch(text, /unreachable|ECONNREFUSED|127\.0\.0\.1/, 'no upstream address or error leaves through the public port');
     assert.equal((await fetch(`${gateway.url}/healthz`)).status, 200);
-    const metrics = await (await fetch(`${gateway.url}/metrics`)).text();
+    const metrics = await fetch(`${gateway.url}/metrics`);
+    assert.equal(metrics.status, 404);
+    assert.match(metrics.headers.get('content-type') ?? '', /application\/problem\+json/);
+    assert.equal(((await metrics.json()) as { code: string }).code, 'not_found');
+  });
+
+  it('reports each upstream as degraded on the admin port, in /readyz and /metrics', async () => {
+    const ready = await fetch(`${admin.url}/readyz`);
+    assert.equal(ready.status, 200);
+    const body = (await ready.json()) as { status: string; checks: Record<string, string>; details: Record<string, string>; degraded: string[] };
+    assert.equal(body.status, 'ready');
+    const upstreams = ['oauth', 'catalog', 'audit', 'webhooks', 'merchants'];
+    for (const upstream of upstreams) assert.equal(body.checks[`gateway.${upstream}`], 'degraded', upstream);
+    assert.deepEqual(body.degraded, upstreams.map((upstream) => `gateway.${upstream}`).sort());
+    assert.match(body.details['gateway.catalog'] ?? '', /catalog is unreachable.*its routes answer 503/);
+    const metrics = await (await fetch(`${admin.url}/metrics`)).text();
     assert.match(metrics, /merx_readiness_check\{service="gateway",check="catalog"\} 0\.5/);
   });
 

@@ -4,7 +4,7 @@ import { createServer as createHttpServer, type Server } from 'node:http';
 import { createServer as createTcpServer, connect, type Server as TcpServer, type Socket } from 'node:net';
 import { createLocalJWKSet, exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { createContractValidator } from '@merx/contracts';
-import { buildEvent, createLogger, createTokenVerifier, MemoryBus, newId } from '@merx/kit';
+import { buildEvent, createLogger, createTokenVerifier, evaluateReadiness, MemoryBus, newId } from '@merx/kit';
 import { startGateway, type RunningGateway } from '../src/index.js';
 import { mergePlans, throttleSettingsFromEnv, type ThrottleSettings } from '../src/throttle/config.js';
 import type { StoredThrottleOverride } from '../src/throttle/limiter.js';
@@ -73,6 +73,9 @@ class RedisLink {
     await new Promise<void>((resolve) => this.server!.close(() => resolve()));
   }
 }
+
+/** The gateway's checks as its admin listener reports them (the public /readyz says only ready or not). */
+const readinessOf = (gateway: RunningGateway) => evaluateReadiness('gateway', gateway.readiness);
 
 async function until(condition: () => Promise<boolean>, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -209,7 +212,7 @@ describe('gateway throttle classes (component, real Redis)', function () {
       for (const throttle of [{ ...settings, redisUrl: undefined }, settings]) {
         const gateway = await start(throttle);
         const token = await merchantToken(merchantId);
-        await until(async () => ((await (await fetch(`${gateway.url}/readyz`)).json()) as { checks: Record<string, string> }).checks.limiter === 'ok', 5_000);
+        await until(async () => (await readinessOf(gateway)).checks.limiter === 'ok', 5_000);
         const first = await get(gateway, token);
         assert.match(first.headers.get('ratelimit-policy') ?? '', /^"burst";q=2;/, 'the stored override, not the plan');
       }
@@ -218,7 +221,7 @@ describe('gateway throttle classes (component, real Redis)', function () {
     }
   });
 
-  it('keeps serving on a bounded local limiter while Redis is unreachable, says so in /readyz, and returns to Redis', async () => {
+  it('keeps serving on a bounded local limiter while Redis is unreachable, says so in its readiness details, and returns to Redis', async () => {
     const link = new RedisLink();
     await link.open();
     const gateway = await start({ ...settings, redisUrl: `redis://127.0.0.1:${link.port}`, expectedReplicas: 2 });
@@ -228,12 +231,11 @@ describe('gateway throttle classes (component, real Redis)', function () {
     const statuses: number[] = [];
     for (let i = 0; i < 6; i += 1) statuses.push((await get(gateway, token)).status);
     assert.deepEqual(statuses, [200, 200, 200, 429, 429, 429], 'half of the burst capacity of 6 per replica, fresh local state');
-    const ready = await fetch(`${gateway.url}/readyz`);
-    const readiness = (await ready.json()) as { checks: Record<string, string>; details: Record<string, string> };
+    const readiness = await readinessOf(gateway);
     assert.equal(readiness.checks.limiter, 'degraded');
     assert.match(readiness.details.limiter ?? '', /redis unreachable/);
     await link.open();
-    await until(async () => ((await (await fetch(`${gateway.url}/readyz`)).json()) as { checks: Record<string, string> }).checks.limiter === 'ok', 8_000);
+    await until(async () => (await readinessOf(gateway)).checks.limiter === 'ok', 8_000);
     const other = await merchantToken();
     assert.equal((await get(gateway, other)).status, 200);
     await link.cut();

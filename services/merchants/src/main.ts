@@ -1,4 +1,4 @@
-import { connectDistributedInfrastructure, createLogger, ensurePortFree, exitOnConfigError, exitOnStartFailure, loadConfig, stopOnSignals, startTracing } from '@merx/kit';
+import { connectDistributedInfrastructure, createLogger, ensurePortFree, exitOnConfigError, exitOnStartFailure, loadConfig, stopOnSignals, startTracing, ensureAdminPortFree, startAdminServer } from '@merx/kit';
 import { startMerchants } from './service.js';
 import { httpMerchantLookup } from './upstream/oauth-merchants.js';
 import { merchantsServiceConfig, toMerchantsSettings } from './settings.js';
@@ -14,6 +14,7 @@ const logger = createLogger('merchants', config.LOG_LEVEL);
 // OTEL_* checked here, before any port opens; without an endpoint nothing of the SDK is loaded.
 await startTracing('merx-merchants').catch((error: unknown) => exitOnStartFailure('merchants', error));
 await ensurePortFree(config.PORT, config.HOST).catch((error: unknown) => exitOnStartFailure('merchants', error));
+await ensureAdminPortFree(config).catch((error: unknown) => exitOnStartFailure('merchants', error));
 const infrastructure = await connectDistributedInfrastructure('merchants', config, logger).catch((error: unknown) => exitOnStartFailure('merchants', error));
 const merchants = await startMerchants({
   ...infrastructure,
@@ -25,8 +26,12 @@ const merchants = await startMerchants({
   secretKeys: config.MERX_SECRETS_KEYS,
   lookupMerchant: httpMerchantLookup(config.MERX_OAUTH_URL, config.MERX_SERVICE_TOKEN),
 }).catch((error: unknown) => exitOnStartFailure('merchants', error));
-logger.info({ url: merchants.url, grpc: merchants.grpc.address }, 'merchants listening');
+const admin = await startAdminServer({ port: config.ADMIN_PORT, host: config.ADMIN_HOST, logger, sources: [{ service: 'merchants', readiness: merchants.readiness }] }).catch((error: unknown) =>
+  exitOnStartFailure('merchants', error),
+);
+logger.info({ url: merchants.url, admin: admin.url, grpc: merchants.grpc.address }, 'merchants listening');
 stopOnSignals(logger, async () => {
   await merchants.stop();
+  await admin.close();
   await infrastructure.close();
 });

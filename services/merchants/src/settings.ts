@@ -39,4 +39,4 @@ export function merchantsSettingsFromEnv(env: Record<string, string | undefined>
 }
 
 // GRPC_PORT: merx.v1.RecordService for the edge, on the service network only.
-export const merchantsServiceConfig = distributedServiceConfig(3005).extend({ ...merchantsSettingsSchema({ allowPrivate: false }).shape, GRPC_PORT: configFields.port(50055), MERX_SECRETS_KEYS: configFields.secretKeys });
+export const merchantsServiceConfig = distributedServiceConfig(3005, 9005).extend({ ...merchantsSettingsSchema({ allowPrivate: false }).shape, GRPC_PORT: configFields.port(50055), MERX_SECRETS_KEYS: configFields.secretKeys });

@@ -77,7 +77,7 @@ export function webhookSettingsFromEnv(env: Record<string, string | undefined>, 
   return toWebhookSettings(loadConfig('webhooks', webhookSettingsSchema(defaults), env));
 }
 
-export const webhooksServiceConfig = distributedServiceConfig(3004)
+export const webhooksServiceConfig = distributedServiceConfig(3004, 9004)
   .extend(webhookSettingsSchema({ allowPrivate: false }).shape)
   // GRPC_PORT: merx.v1.EventService for the edge, on the service network only.
   .extend({ GRPC_PORT: configFields.port(50054) })

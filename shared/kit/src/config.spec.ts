@@ -23,10 +23,12 @@ function configErrorOf(work: () => unknown): ConfigError {
 
 describe('loadConfig', () => {
   it('returns parsed values with defaults applied', () => {
-    const config = loadConfig('catalog', distributedServiceConfig(3002), { ...goodEnv, UNRELATED: 'x' });
+    const config = loadConfig('catalog', distributedServiceConfig(3002, 9002), { ...goodEnv, UNRELATED: 'x' });
     assert.deepEqual(config, {
       PORT: 3002,
       HOST: '0.0.0.0',
+      ADMIN_PORT: 9002,
+      ADMIN_HOST: '0.0.0.0',
       LOG_LEVEL: 'info',
       DATABASE_URL: 'postgres://merx@db:5432/merx',
       AMQP_URL: 'amqp://guest:guest@rabbit:5672',
@@ -43,13 +45,13 @@ describe('loadConfig', () => {
       MERX_BUS_RETRY_SCHEDULE: [1_000, 5_000, 30_000, 120_000, 600_000],
       MERX_BUS_DELIVERY_LIMIT: 10,
     });
-    assert.equal(loadConfig('catalog', distributedServiceConfig(3002), { ...goodEnv, PORT: undefined }).PORT, 3002);
-    assert.equal(loadConfig('catalog', distributedServiceConfig(3002), { ...goodEnv, PORT: '0', MERX_DB_POOL_SIZE: '3' }).MERX_DB_POOL_SIZE, 3);
+    assert.equal(loadConfig('catalog', distributedServiceConfig(3002, 9002), { ...goodEnv, PORT: undefined }).PORT, 3002);
+    assert.equal(loadConfig('catalog', distributedServiceConfig(3002, 9002), { ...goodEnv, PORT: '0', MERX_DB_POOL_SIZE: '3' }).MERX_DB_POOL_SIZE, 3);
   });
 
   it('names every bad or missing variable on one line', () => {
     const env = { ...goodEnv, PORT: 'eighty', DATABASE_URL: undefined, AMQP_URL: 'http://rabbit:5672', LOG_LEVEL: 'loud', MERX_DB_POOL_SIZE: '0' };
-    const error = configErrorOf(() => loadConfig('catalog', distributedServiceConfig(3002), env));
+    const error = configErrorOf(() => loadConfig('catalog', distributedServiceConfig(3002, 9002), env));
     assert.equal(error.name, 'ConfigError');
     assert.equal(error.service, 'catalog');
     assert.ok(error.message.startsWith('catalog: configuration error: '), error.message);

@@ -3,7 +3,7 @@ import { clientAddress, proxyTrust, SERVICE_NETWORK, type ProxyTrust } from './c
 import { runWithContext } from './context.js';
 import { isId, newId } from './ids.js';
 import type { Logger } from './logger.js';
-import { httpRequestDuration, metricsRegistry, readinessState } from './metrics.js';
+import { httpRequestDuration, readinessState } from './metrics.js';
 import { problemMiddleware } from './problem.js';
 import { jsonBodyMiddleware } from './request-input.js';
 import { startServerSpan } from './tracing.js';
@@ -71,9 +71,18 @@ export function requestContextMiddleware(service: string, options: RequestContex
 
 const STATE_VALUES = { ok: 1, degraded: 0.5, failed: 0 } as const;
 
+export type CheckState = 'ok' | 'degraded' | 'failed';
+
+export interface ReadinessReport {
+  ready: boolean;
+  checks: Record<string, CheckState>;
+  /** Why a check failed or is degraded: words for an operator, never for the public port. */
+  details: Record<string, string>;
+}
+
 /** Runs every check; `failed` only for what the process itself needs to serve (a check that throws). */
-async function runReadiness(service: string, readiness: ReadinessCheck[]) {
-  const checks: Record<string, 'ok' | 'degraded' | 'failed'> = {};
+export async function evaluateReadiness(service: string, readiness: ReadinessCheck[]): Promise<ReadinessReport> {
+  const checks: Record<string, CheckState> = {};
   const details: Record<string, string> = {};
   await Promise.all(
     readiness.map(async ({ name, check }) => {
@@ -88,9 +97,14 @@ async function runReadiness(service: string, readiness: ReadinessCheck[]) {
       readinessState.set({ service, check: name }, STATE_VALUES[checks[name]!]);
     }),
   );
-  return { checks, details };
+  return { ready: !Object.values(checks).includes('failed'), checks, details };
 }
 
+/**
+ * What a load balancer needs on the public port: liveness, and readiness as a status alone.
+ * Which dependency is degraded and why, and the metrics, are on the admin port
+ * (admin-server.ts): error messages name internal hosts and must not leave the service network.
+ */
 export function healthRoutes(readiness: ReadinessCheck[], service = 'merx'): Middleware {
   return async function health(ctx, next) {
     if (ctx.method !== 'GET' && ctx.method !== 'HEAD') return next();
@@ -99,17 +113,9 @@ export function healthRoutes(readiness: ReadinessCheck[], service = 'merx'): Mid
       return;
     }
     if (ctx.path === '/readyz') {
-      const { checks, details } = await runReadiness(service, readiness);
-      const ready = !Object.values(checks).includes('failed');
+      const { ready } = await evaluateReadiness(service, readiness);
       ctx.status = ready ? 200 : 503;
-      const withDetails = Object.keys(details).length > 0 ? { details } : {};
-      ctx.body = { status: ready ? 'ready' : 'not_ready', checks, ...withDetails };
-      return;
-    }
-    if (ctx.path === '/metrics') {
-      await runReadiness(service, readiness);
-      ctx.type = metricsRegistry.contentType;
-      ctx.body = await metricsRegistry.metrics();
+      ctx.body = { status: ready ? 'ready' : 'not_ready' };
       return;
     }
     return next();

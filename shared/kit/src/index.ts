@@ -1,3 +1,4 @@
+export * from './admin-server.js';
 export * from './amqp-bus.js';
 export * from './auth.js';
 export * from './jwks-cache.js';

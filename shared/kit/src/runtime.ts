@@ -1,6 +1,7 @@
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
+import { adminListenerSettings } from './admin-server.js';
 import { AmqpBus } from './amqp-bus.js';
 import { deploymentField } from './broker-names.js';
 import { createJwksTokenVerifier, type TokenVerifier } from './auth.js';
@@ -22,10 +23,12 @@ export const issuerOf = (publicUrl: string) => `${publicUrl}/oauth`;
 export const jwksUrlOf = (oauthUrl: string) => `${oauthUrl}/oauth/jwks`;
 
 /** Settings every backend service needs in the distributed mode. */
-export const distributedServiceConfig = (defaultPort: number) =>
+export const distributedServiceConfig = (defaultPort: number, defaultAdminPort: number) =>
   z.object({
     PORT: configFields.port(defaultPort),
     HOST: z.string().default('0.0.0.0'),
+    // /metrics and the detailed /readyz: on every interface of the container, never in the ingress.
+    ...adminListenerSettings(defaultAdminPort, '0.0.0.0'),
     LOG_LEVEL: configFields.logLevel,
     DATABASE_URL: configFields.databaseUrl,
     AMQP_URL: configFields.amqpUrl,

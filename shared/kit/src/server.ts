@@ -41,8 +41,9 @@ export class PortInUse extends Error {
   constructor(
     readonly host: string,
     readonly port: number,
+    setting = 'PORT',
   ) {
-    super(`port ${port} on ${host} is in use by another process; stop it or choose another PORT`);
+    super(`port ${port} on ${host} is in use by another process; stop it or choose another ${setting}`);
     this.name = 'PortInUse';
   }
 }

@@ -31,6 +31,8 @@ export interface ServiceDefinition {
 }
 
 export interface RunningService extends RunningServer {
+  /** Every check of the public /readyz, for the admin listener's detailed one. */
+  readiness: ReadinessCheck[];
   outbox: Outbox;
   relay: OutboxRelay;
   stop(): Promise<void>;
@@ -47,20 +49,21 @@ export async function startService(definition: ServiceDefinition): Promise<Runni
   await definition.prepare?.();
   const outbox = new Outbox(db, schema);
   const relay = new OutboxRelay({ db, bus, outbox, logger, service: definition.name });
+  const readiness: ReadinessCheck[] = [
+    { name: 'database', check: () => db.ping() },
+    {
+      // Writes go on without the broker (their events wait in the outbox), so a lost broker
+      // degrades the service instead of taking it out of its load balancer.
+      name: 'bus',
+      check: () => (bus.isConnected() ? undefined : 'broker not connected: events wait in the outbox and consumers are paused'),
+    },
+    { name: 'poison', check: () => poisonDetail(bus) },
+    ...(definition.readiness ?? []),
+  ];
   const app = createServiceApp({
     service: definition.name,
     logger,
-    readiness: [
-      { name: 'database', check: () => db.ping() },
-      {
-        // Writes go on without the broker (their events wait in the outbox), so a lost broker
-        // degrades the service instead of taking it out of its load balancer.
-        name: 'bus',
-        check: () => (bus.isConnected() ? undefined : 'broker not connected: events wait in the outbox and consumers are paused'),
-      },
-      { name: 'poison', check: () => poisonDetail(bus) },
-      ...(definition.readiness ?? []),
-    ],
+    readiness,
     ...(definition.beforeJsonBody ? { beforeJsonBody: (koa: Koa) => definition.beforeJsonBody!(koa, outbox) } : {}),
     routes: (koa) => definition.routes(koa, outbox),
   });
@@ -72,6 +75,7 @@ export async function startService(definition: ServiceDefinition): Promise<Runni
   );
   return {
     ...server,
+    readiness,
     outbox,
     relay,
     async stop() {

@@ -12,6 +12,21 @@ import { EventObserver } from './events.js';
 import { TcpProxy } from './tcp-proxy.js';
 
 export type StackMode = 'embedded' | 'distributed';
+export type AdminService = 'gateway' | 'oauth' | 'catalog' | 'audit' | 'webhooks' | 'merchants' | 'console';
+
+/** What an admin listener's /readyz says: every check by `<service>.<check>`, with details and the degraded ones. */
+export interface DetailedReadiness {
+  status: 'ready' | 'not_ready';
+  checks: Record<string, string>;
+  details: Record<string, string>;
+  degraded: string[];
+}
+
+/** The detailed readiness of the admin listener that reports `service`, with the HTTP status. */
+export async function adminReadiness(stack: Stack, service: AdminService): Promise<{ status: number; body: DetailedReadiness }> {
+  const response = await fetch(`${stack.adminUrl(service)}/readyz`);
+  return { status: response.status, body: (await response.json()) as DetailedReadiness };
+}
 
 export interface Stack {
   mode: StackMode;
@@ -32,6 +47,12 @@ export interface Stack {
   brokerLinks: Record<string, TcpProxy>;
   /** A service's own origin, bypassing the gateway (both modes): proves each service checks tokens itself. */
   directUrl(service: 'oauth' | 'catalog' | 'webhooks' | 'merchants'): string;
+  /**
+   * The admin listener that reports a service (/metrics, the detailed /readyz): its own process's
+   * in the distributed mode, the one of the whole process in the embedded mode. Check names are
+   * `<service>.<check>` in both.
+   */
+  adminUrl(service: AdminService): string;
   restart(service: string): Promise<void>;
   /** Distributed mode only: SIGKILL, no shutdown of any kind, as a crash would. */
   kill(service: string): Promise<void>;
@@ -123,6 +144,7 @@ async function startEmbeddedStack(): Promise<Stack> {
     processes: {},
     brokerLinks: {},
     directUrl: (service) => merx[service].url,
+    adminUrl: () => merx.admin.url,
     async restart() {
       throw new Error('restart needs the distributed mode');
     },
@@ -206,6 +228,7 @@ export async function startDistributedStack(): Promise<Stack> {
     databaseUrl: database.url,
     deployment,
     directUrl: (service) => running.processes[service].url,
+    adminUrl: (service) => running.processes[service].adminUrl,
     async restart(name) {
       await running.restart(name as ClusterService);
     },

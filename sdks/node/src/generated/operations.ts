@@ -87,5 +87,4 @@ export const OPERATIONS: readonly OperationEntry[] = [
   { operationId: 'bus.admin.poison.replay', method: 'POST', path: '/admin/v1/bus/poison/replay', client: 'MerxOperator', call: 'bus.poison.replay', pathParams: [], params: 'body', list: false },
   { operationId: 'health.retrieve', method: 'GET', path: '/healthz', client: 'Merx', call: 'health.retrieve', pathParams: [], params: null, list: false },
   { operationId: 'readiness.retrieve', method: 'GET', path: '/readyz', client: 'Merx', call: 'readiness.retrieve', pathParams: [], params: null, list: false },
-  { operationId: 'metrics.retrieve', method: 'GET', path: '/metrics', client: 'Merx', call: 'metrics.retrieve', pathParams: [], params: null, list: false },
 ];

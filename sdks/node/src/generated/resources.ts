@@ -852,25 +852,15 @@ export class HealthResource extends APIResource {
 export class ReadinessResource extends APIResource {
   /**
    * Readiness
-   * Answers 200 when every dependency (database, bus, upstream services) answers, 503 otherwise.
+   * Answers 200 while the process can serve, 503 when something it needs itself (its database) does not
+   * answer: what a load balancer needs, and nothing more. A failing upstream service or broker does not
+   * make it unready; it degrades the routes it serves. Which dependency is degraded and why, and the
+   * Prometheus metrics, are on each process's admin port (ADMIN_PORT), which is not public.
    *
    * `GET /readyz` (readiness.retrieve)
    */
   retrieve(options?: RequestOptions): Promise<WithResponse<T.Readiness>> {
     return this.requestor.json<WithResponse<T.Readiness>>({ method: 'GET', path: '/readyz', authenticated: false, options });
-  }
-}
-
-/** `metrics`: retrieve */
-export class MetricsResource extends APIResource {
-  /**
-   * Prometheus metrics
-   * Metrics in the Prometheus text exposition format.
-   *
-   * `GET /metrics` (metrics.retrieve)
-   */
-  retrieve(options?: RequestOptions): Promise<string> {
-    return this.requestor.text({ method: 'GET', path: '/metrics', authenticated: false, options });
   }
 }
 
@@ -892,7 +882,6 @@ export class MerxResources {
   readonly apps: AppsResource;
   readonly health: HealthResource;
   readonly readiness: ReadinessResource;
-  readonly metrics: MetricsResource;
 
   constructor(requestor: Requestor) {
     this.products = new ProductsResource(requestor);
@@ -911,7 +900,6 @@ export class MerxResources {
     this.apps = new AppsResource(requestor);
     this.health = new HealthResource(requestor);
     this.readiness = new ReadinessResource(requestor);
-    this.metrics = new MetricsResource(requestor);
   }
 }
 

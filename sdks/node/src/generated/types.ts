@@ -950,12 +950,11 @@ export interface Health {
   [key: string]: unknown;
 }
 
+/**
+ * A status alone: the checks, their details and the degraded dependencies are on the admin port.
+ */
 export interface Readiness {
   status: 'ready' | 'not_ready';
-  /** One entry per dependency (database, bus, ...). `degraded`: still serving, with a fallback (e.g. the gateway limiter without Redis); `details` says how. */
-  checks: { [key: string]: 'ok' | 'degraded' | 'failed' };
-  /** Why a check failed or is degraded, per such dependency, in words for an operator. */
-  details?: { [key: string]: string };
   [key: string]: unknown;
 }
 

@@ -76,7 +76,7 @@ async function start(): Promise<MerxServer> {
   const port = await freePort();
   const grpcPort = await freePort();
   const logPath = path.join(dataDir, 'server.log');
-  const env: NodeJS.ProcessEnv = { ...process.env, ...SERVER_ENV, PORT: String(port), GRPC_PORT: String(grpcPort), MERX_DATA_DIR: path.join(dataDir, 'data') };
+  const env: NodeJS.ProcessEnv = { ...process.env, ...SERVER_ENV, PORT: String(port), GRPC_PORT: String(grpcPort), ADMIN_PORT: '0', MERX_DATA_DIR: path.join(dataDir, 'data') };
   for (const name of ['MERX_API_KEY', 'MERX_BASE_URL', 'MERX_GRPC_URL', 'MERX_LOG', 'MERX_OPERATOR_TOKEN']) delete env[name];
   const log = openSync(logPath, 'a');
   const child: ChildProcess = spawn(process.execPath, [embeddedMain], { cwd: repoRoot, env, stdio: ['ignore', log, log] });

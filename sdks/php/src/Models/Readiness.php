@@ -10,21 +10,17 @@ use Merx\Core\Hydrate;
 use Merx\Core\Model;
 
 /**
+ * A status alone: the checks, their details and the degraded dependencies are on the admin port.
+ *
  * Read-only; `toArray()` gives the fields as sent, snake_case.
  */
 final class Readiness extends Model
 {
     /**
      * @param 'ready'|'not_ready' $status
-     * @param array<string, 'ok'|'degraded'|'failed'> $checks
-     * @param array<string, string>|null $details
      */
     public function __construct(
         public readonly string $status,
-        /** One entry per dependency (database, bus, ...). `degraded`: still serving, with a fallback (e.g. the gateway limiter without Redis); `details` says how. */
-        public readonly array $checks,
-        /** Why a check failed or is degraded, per such dependency, in words for an operator. */
-        public readonly ?array $details = null,
     ) {
     }
 
@@ -32,8 +28,6 @@ final class Readiness extends Model
     {
         return (new self(
             status: Hydrate::string(Hydrate::field($data, 'status', $path, true), $path . '.status'),
-            checks: Hydrate::map(Hydrate::field($data, 'checks', $path, true), $path . '.checks', static fn (mixed $v1, string $p1): string => Hydrate::string($v1, $p1)),
-            details: Hydrate::nullable(Hydrate::field($data, 'details', $path, false), $path . '.details', static fn (mixed $v1, string $p1): array => Hydrate::map($v1, $p1, static fn (mixed $v2, string $p2): string => Hydrate::string($v2, $p2))),
         ))->withWireFields($data);
     }
 }

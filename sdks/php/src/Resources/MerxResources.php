@@ -43,8 +43,6 @@ trait MerxResources
 
     public readonly Readiness $readiness;
 
-    public readonly Metrics $metrics;
-
     private function registerResources(Requestor $requestor): void
     {
         $this->products = new Products($requestor);
@@ -63,6 +61,5 @@ trait MerxResources
         $this->apps = new Apps($requestor);
         $this->health = new Health($requestor);
         $this->readiness = new Readiness($requestor);
-        $this->metrics = new Metrics($requestor);
     }
 }

@@ -15,7 +15,10 @@ final class Readiness extends Resource
 {
     /**
      * Readiness
-     * Answers 200 when every dependency (database, bus, upstream services) answers, 503 otherwise.
+     * Answers 200 while the process can serve, 503 when something it needs itself (its database) does not
+     * answer: what a load balancer needs, and nothing more. A failing upstream service or broker does not
+     * make it unready; it degrades the routes it serves. Which dependency is degraded and why, and the
+     * Prometheus metrics, are on each process's admin port (ADMIN_PORT), which is not public.
      *
      * `GET /readyz` (readiness.retrieve)
      *

@@ -62,7 +62,7 @@ final class Stack
         $port = Processes::freePort();
         $server = Processes::start(
             ['node', "{$root}/services/embedded/dist/src/main.js"],
-            ['PORT' => (string) $port, 'MERX_DATA_DIR' => $dataDir] + self::SERVER_ENV,
+            ['PORT' => (string) $port, 'ADMIN_PORT' => '0', 'MERX_DATA_DIR' => $dataDir] + self::SERVER_ENV,
             "{$dataDir}/server.log",
             $root,
         );

@@ -94,5 +94,4 @@ OPERATIONS: Tuple[Operation, ...] = (
     Operation("bus.admin.poison.replay", "POST", "/admin/v1/bus/poison/replay", ("bus", "admin", "poison", "replay"), "operator"),
     Operation("health.retrieve", "GET", "/healthz", ("health", "retrieve"), "none"),
     Operation("readiness.retrieve", "GET", "/readyz", ("readiness", "retrieve"), "none"),
-    Operation("metrics.retrieve", "GET", "/metrics", ("metrics", "retrieve"), "none"),
 )

@@ -3294,39 +3294,17 @@ class ReadinessResource(SyncResource):
     ) -> Readiness:
         """Readiness
 
-        Answers 200 when every dependency (database, bus, upstream services) answers, 503 otherwise.
+        Answers 200 while the process can serve, 503 when something it needs itself (its database)
+        does not answer: what a load balancer needs, and nothing more. A failing upstream service or
+        broker does not make it unready; it degrades the routes it serves. Which dependency is
+        degraded and why, and the Prometheus metrics, are on each process's admin port (ADMIN_PORT),
+        which is not public.
         """
         return self._client._request_model(
             Readiness,
             self._client._prepare(
                 "GET",
                 "/readyz",
-                auth="none",
-                options=RequestOptions(
-                    extra_headers=extra_headers,
-                    timeout=timeout,
-                    max_retries=max_retries,
-                ),
-            ),
-        )
-
-
-class MetricsResource(SyncResource):
-    def retrieve(
-        self,
-        *,
-        extra_headers: Optional[Mapping[str, str]] = None,
-        timeout: Union[TimeoutLike, NotGiven] = NOT_GIVEN,
-        max_retries: Union[int, NotGiven] = NOT_GIVEN,
-    ) -> str:
-        """Prometheus metrics
-
-        Metrics in the Prometheus text exposition format.
-        """
-        return self._client._request_text(
-            self._client._prepare(
-                "GET",
-                "/metrics",
                 auth="none",
                 options=RequestOptions(
                     extra_headers=extra_headers,
@@ -3359,7 +3337,6 @@ class SyncResources:
     bus: BusResource
     health: HealthResource
     readiness: ReadinessResource
-    metrics: MetricsResource
 
     def _init_resources(self, client: SyncAPIClient) -> None:
         self.webhooks = WebhooksResource(client)
@@ -3381,7 +3358,6 @@ class SyncResources:
         self.bus = BusResource(client)
         self.health = HealthResource(client)
         self.readiness = ReadinessResource(client)
-        self.metrics = MetricsResource(client)
 
 
 class AsyncWebhooksResource(AsyncResource, WebhookVerification):
@@ -6619,39 +6595,17 @@ class AsyncReadinessResource(AsyncResource):
     ) -> Readiness:
         """Readiness
 
-        Answers 200 when every dependency (database, bus, upstream services) answers, 503 otherwise.
+        Answers 200 while the process can serve, 503 when something it needs itself (its database)
+        does not answer: what a load balancer needs, and nothing more. A failing upstream service or
+        broker does not make it unready; it degrades the routes it serves. Which dependency is
+        degraded and why, and the Prometheus metrics, are on each process's admin port (ADMIN_PORT),
+        which is not public.
         """
         return await self._client._request_model(
             Readiness,
             self._client._prepare(
                 "GET",
                 "/readyz",
-                auth="none",
-                options=RequestOptions(
-                    extra_headers=extra_headers,
-                    timeout=timeout,
-                    max_retries=max_retries,
-                ),
-            ),
-        )
-
-
-class AsyncMetricsResource(AsyncResource):
-    async def retrieve(
-        self,
-        *,
-        extra_headers: Optional[Mapping[str, str]] = None,
-        timeout: Union[TimeoutLike, NotGiven] = NOT_GIVEN,
-        max_retries: Union[int, NotGiven] = NOT_GIVEN,
-    ) -> str:
-        """Prometheus metrics
-
-        Metrics in the Prometheus text exposition format.
-        """
-        return await self._client._request_text(
-            self._client._prepare(
-                "GET",
-                "/metrics",
                 auth="none",
                 options=RequestOptions(
                     extra_headers=extra_headers,
@@ -6684,7 +6638,6 @@ class AsyncResources:
     bus: AsyncBusResource
     health: AsyncHealthResource
     readiness: AsyncReadinessResource
-    metrics: AsyncMetricsResource
 
     def _init_resources(self, client: AsyncAPIClient) -> None:
         self.webhooks = AsyncWebhooksResource(client)
@@ -6706,4 +6659,3 @@ class AsyncResources:
         self.bus = AsyncBusResource(client)
         self.health = AsyncHealthResource(client)
         self.readiness = AsyncReadinessResource(client)
-        self.metrics = AsyncMetricsResource(client)

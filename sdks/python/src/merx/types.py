@@ -1560,13 +1560,10 @@ class Health(MerxObject):
 
 
 class Readiness(MerxObject):
-    status: Literal["ready", "not_ready"]
-    checks: Dict[str, Literal["ok", "degraded", "failed"]]
-    """One entry per dependency (database, bus, ...). `degraded`: still serving, with a fallback (e.g.
-    the gateway limiter without Redis); `details` says how.
+    """A status alone: the checks, their details and the degraded dependencies are on the admin port.
     """
-    details: Optional[Dict[str, str]]
-    """Why a check failed or is degraded, per such dependency, in words for an operator."""
+
+    status: Literal["ready", "not_ready"]
 
 
 class Problem(MerxObject):
@@ -4295,10 +4292,8 @@ register_fields(
     Readiness,
     [
         ("status", "status", None),
-        ("checks", "checks", None),
-        ("details", "details", None),
     ],
-    required=("status", "checks"),
+    required=("status",),
 )
 
 register_fields(

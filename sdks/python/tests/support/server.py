@@ -74,7 +74,7 @@ class MerxServer:
         self.port = free_port()
         self.log_path = self.data_dir / "server.log"
         self._log = open(self.log_path, "wb")
-        env = {**os.environ, **SERVER_ENV, "PORT": str(self.port), "MERX_DATA_DIR": str(self.data_dir / "data")}
+        env = {**os.environ, **SERVER_ENV, "PORT": str(self.port), "ADMIN_PORT": "0", "MERX_DATA_DIR": str(self.data_dir / "data")}
         for name in ("MERX_API_KEY", "MERX_BASE_URL", "MERX_LOG", "MERX_OPERATOR_TOKEN"):
             env.pop(name, None)
         self.process = subprocess.Popen(["node", str(EMBEDDED_MAIN)], cwd=REPO_ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT)

@@ -80,6 +80,9 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
   await mkdir(options.logDir, { recursive: true });
   const ports = {} as Record<ClusterService, number>;
   for (const service of CLUSTER_SERVICES) ports[service] = service === 'gateway' && options.gatewayPort !== 0 ? options.gatewayPort : await freePort();
+  // Each process's admin listener (/metrics, the detailed /readyz): kept across restarts, like its port.
+  const adminPorts = {} as Record<ClusterService, number>;
+  for (const service of CLUSTER_SERVICES) adminPorts[service] = await freePort();
   // Internal gRPC ports of the services that own a gRPC service, and the gateway's public one.
   const grpcPorts = { catalog: await freePort(), merchants: await freePort(), webhooks: await freePort(), gateway: options.grpcPort ? options.grpcPort : await freePort() };
   const publicUrl = options.publicUrl ?? `http://localhost:${ports.gateway}`;
@@ -129,17 +132,18 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
     });
     return process;
   };
-  const spawn = (service: ClusterService, port: number, env: Record<string, string>, logName: string) =>
+  const spawn = (service: ClusterService, port: number, adminPort: number, env: Record<string, string>, logName: string) =>
     startServiceProcess({
       name: service,
       port,
+      adminPort,
       env,
       logFile: path.join(options.logDir, `${logName}.log`),
       ...(options.execArgv ? { execArgv: options.execArgv(service) } : {}),
       ...(options.onLine ? { onLine: (line: string) => options.onLine!(logName, line) } : {}),
     }).then(watch);
   const start = async (service: ClusterService, env: Record<string, string> = {}) =>
-    (processes[service] = await spawn(service, ports[service], { ...envOf(service), ...env }, service));
+    (processes[service] = await spawn(service, ports[service], adminPorts[service], { ...envOf(service), ...env }, service));
   const stopQuietly = async (process: ServiceProcess | undefined) => {
     if (!process) return;
     expectedExits.add(process);
@@ -176,7 +180,7 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
       return start(service);
     },
     async startReplica(service, env = {}) {
-      const replica = await spawn(service, await freePort(), { ...envOf(service), GRPC_PORT: String(await freePort()), ...env }, `${service}-replica-${replicas.length + 1}`);
+      const replica = await spawn(service, await freePort(), await freePort(), { ...envOf(service), GRPC_PORT: String(await freePort()), ...env }, `${service}-replica-${replicas.length + 1}`);
       replicas.push(replica);
       return replica;
     },

@@ -11,6 +11,8 @@ export interface ServiceProcess {
   /** The service's own origin on the loopback interface. */
   url: string;
   port: number;
+  /** Its admin listener on the loopback interface: /metrics and the detailed /readyz. */
+  adminUrl: string;
   child: ChildProcess;
   logFile: string;
   /** Resolves with the exit code (null after a signal) once the process has exited. */
@@ -22,6 +24,7 @@ export interface ServiceProcess {
 export interface SpawnServiceOptions {
   name: string;
   port: number;
+  adminPort: number;
   env: Record<string, string>;
   logFile: string;
   /** Each output line as it is written, besides the log file (the launcher shows them). */
@@ -41,13 +44,13 @@ export function lastLines(file: string, lines = 40): string {
 
 /**
  * Starts one service as its own process, exactly as a container would run it, and resolves once
- * its /readyz answers 200. A process that exits first fails at once, with the end of its log.
+ * its /readyz answers 200 and its admin listener is open. A process that exits first fails at once, with the end of its log.
  */
 export async function startServiceProcess(options: SpawnServiceOptions): Promise<ServiceProcess> {
-  const { name, port, logFile } = options;
+  const { name, port, adminPort, logFile } = options;
   const log = createWriteStream(logFile, { flags: 'a' });
   const child = spawn(process.execPath, [...(options.execArgv ?? []), path.join(servicesDir, name, 'dist/src/main.js')], {
-    env: { PATH: process.env.PATH ?? '', ...options.env, PORT: String(port), HOST: options.env.HOST ?? '127.0.0.1' },
+    env: { PATH: process.env.PATH ?? '', ...options.env, PORT: String(port), HOST: options.env.HOST ?? '127.0.0.1', ADMIN_PORT: String(adminPort), ADMIN_HOST: options.env.ADMIN_HOST ?? '127.0.0.1' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   for (const stream of [child.stdout!, child.stderr!]) {
@@ -71,6 +74,7 @@ export async function startServiceProcess(options: SpawnServiceOptions): Promise
     name,
     url: `http://127.0.0.1:${port}`,
     port,
+    adminUrl: `http://127.0.0.1:${adminPort}`,
     child,
     logFile,
     exited,
@@ -101,7 +105,12 @@ async function waitUntilReady(service: ServiceProcess, timeoutMs: number): Promi
     try {
       const response = await fetch(`${service.url}/readyz`);
       await response.arrayBuffer();
-      if (response.status === 200) return;
+      // The admin listener opens just after the public port: started means both answer.
+      if (response.status === 200) {
+        const admin = await fetch(`${service.adminUrl}/healthz`);
+        await admin.arrayBuffer();
+        if (admin.status === 200) return;
+      }
     } catch {
       /* not listening yet */
     }

@@ -120,27 +120,12 @@ export const opsPaths: Record<string, PathItem> = {
     get: publicOperation({
       operationId: 'readiness.retrieve',
       summary: 'Readiness',
-      description: 'Answers 200 when every dependency (database, bus, upstream services) answers, 503 otherwise.',
+      description:
+        'Answers 200 while the process can serve, 503 when something it needs itself (its database) does not answer: what a load balancer needs, and nothing more. A failing upstream service or broker does not make it unready; it degrades the routes it serves. Which dependency is degraded and why, and the Prometheus metrics, are on each process\'s admin port (ADMIN_PORT), which is not public.',
       tags: ['ops'],
       responses: {
         '200': jsonResponse('Ready to serve traffic.', 'Readiness'),
-        '503': jsonResponse('A dependency failed; `checks` names it.', 'Readiness'),
-        ...unexpectedError,
-      },
-    }),
-  },
-  '/metrics': {
-    get: publicOperation({
-      operationId: 'metrics.retrieve',
-      summary: 'Prometheus metrics',
-      description: 'Metrics in the Prometheus text exposition format.',
-      tags: ['ops'],
-      responses: {
-        '200': {
-          description: 'The metrics.',
-          headers: commonHeaders(),
-          content: { 'text/plain': { schema: { type: 'string' } } },
-        },
+        '503': jsonResponse('Not ready: the process cannot serve (its admin port says why).', 'Readiness'),
         ...unexpectedError,
       },
     }),
