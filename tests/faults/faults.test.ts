@@ -225,7 +225,8 @@ describe('fault suite: nothing acknowledged is lost while services, the broker, 
   }
 
   before(async function () {
-    this.timeout(240_000);
+    // Three servers and seven services booting: over four minutes when other work shares the machine's two cores.
+    this.timeout(480_000);
     const run = randomBytes(4).toString('hex');
     // The three servers boot in parallel; RabbitMQ's first boot is the slow one.
     [postgres, rabbit, redis] = await Promise.all([startPrivatePostgres(), startPrivateRabbitMq(`merx-fault-${run}`), startPrivateRedis()]);
