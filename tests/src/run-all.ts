@@ -224,7 +224,7 @@ async function main(): Promise<void> {
 
   if (!only || only === 'faults') {
     // Kills every service and restarts the broker and the database under load: on servers of its own, never the shared ones.
-    // 9 to 12 minutes measured on a two-core machine whose cores other work shared (load average 25 to 35); 15 is the hard bound.
+    // 4 to 12 minutes measured on a two-core machine whose cores other work shared (load average 13 to 35); 15 is the hard bound.
     const missing = missingPrivateServerBinaries();
     if (missing.length === 0) {
       suites.push({ name: 'fault suite, distributed mode on private servers', files: compiledFiles([path.join(repoRoot, 'tests/dist/faults')], '.test.js'), env: { MERX_E2E_MODE: 'distributed' }, timeoutMs: 15 * 60_000 });
