@@ -4,13 +4,16 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { AMQP_URL, POSTGRES_ADMIN_URL, REDIS_URL, repoRoot } from './harness/distributed.js';
+import { missingPrivateServerBinaries } from './harness/private-servers.js';
 
 const DEFAULT_PORTS: Record<string, number> = { PostgreSQL: 5432, RabbitMQ: 5672, Redis: 6379 };
 
 /**
  * `npm test`: unit and component tests, then the end-to-end suite in the embedded mode, then the
  * same suite in the distributed mode (every service its own process on PostgreSQL, RabbitMQ and
- * Redis). The distributed run happens whenever those servers answer; with
+ * Redis), then the fault suite (tests/faults: the distributed mode on PostgreSQL, RabbitMQ and
+ * Redis servers of its own, which it crashes and restarts). The distributed runs happen whenever
+ * those servers answer (the fault suite: whenever their binaries are installed); with
  * MERX_REQUIRE_DISTRIBUTED=1 (CI) their absence is a failure, not a skip.
  */
 interface MochaSuite {
@@ -180,7 +183,7 @@ function commandSuites(): CommandSuite[] {
 
 async function main(): Promise<void> {
   const requireDistributed = process.env.MERX_REQUIRE_DISTRIBUTED === '1' || process.env.MERX_REQUIRE_DISTRIBUTED === 'true';
-  const only = process.env.MERX_TEST_ONLY; // lint | unit | embedded | distributed | sdks, for quick local runs
+  const only = process.env.MERX_TEST_ONLY; // lint | unit | embedded | distributed | faults | sdks, for quick local runs
   const e2eDir = path.join(repoRoot, 'tests/dist/e2e');
   const e2eFiles = compiledFiles([e2eDir], '.test.js').filter((file) => !file.endsWith('compose.test.js'));
   rmSync(coverageDir, { recursive: true, force: true });
@@ -217,6 +220,19 @@ async function main(): Promise<void> {
       failures.push(`distributed suite required but unreachable: ${missing.join(', ')}`);
     } else {
       process.stdout.write(`\nThe distributed suite needs ${missing.join(', ')}; it did not run (set MERX_REQUIRE_DISTRIBUTED=1 to make that a failure).\n`);
+    }
+  }
+
+  if (!only || only === 'faults') {
+    // Kills every service and restarts the broker and the database under load: on servers of its own, never the shared ones.
+    // 4 to 12 minutes measured on a two-core machine whose cores other work shared (load average 13 to 35); 15 is the hard bound.
+    const missing = missingPrivateServerBinaries();
+    if (missing.length === 0) {
+      suites.push({ name: 'fault suite, distributed mode on private servers', files: compiledFiles([path.join(repoRoot, 'tests/dist/faults')], '.test.js'), env: { MERX_E2E_MODE: 'distributed' }, timeoutMs: 15 * 60_000 });
+    } else if (requireDistributed) {
+      failures.push(`fault suite required but cannot start its own servers: ${missing.join(', ')} missing`);
+    } else {
+      process.stdout.write(`\nThe fault suite needs ${missing.join(', ')}; it did not run (set MERX_REQUIRE_DISTRIBUTED=1 to make that a failure).\n`);
     }
   }
 

@@ -93,6 +93,15 @@ export function createPostgresDb(connectionString: string, options: PostgresOpti
     },
     transaction: <T>(work: (tx: Queryable) => Promise<T>) => traceTransaction(async () => {
       const client = await pool.connect();
+      // The pool listens for errors only on idle clients: a connection lost while this one is
+      // checked out (the server restarting between two statements, or while the work awaits the
+      // broker) would be an unhandled 'error' and end the process. The next statement fails with
+      // it instead, and release discards the broken client.
+      let lost: Error | undefined;
+      const onLost = (error: Error) => {
+        lost = error;
+      };
+      client.on('error', onLost);
       try {
         await client.query('BEGIN');
         const tx: Queryable = {
@@ -111,7 +120,8 @@ export function createPostgresDb(connectionString: string, options: PostgresOpti
         await client.query('ROLLBACK').catch(() => undefined);
         throw error;
       } finally {
-        client.release();
+        client.off('error', onLost);
+        client.release(lost);
       }
     }),
     async ping() {

@@ -68,6 +68,21 @@ describe('a database that does not answer makes a 503, never a hang or a 500', (
     assert.equal(answer.body.code, 'unavailable');
   });
 
+  it('survives the connection ending in the middle of a transaction: the transaction fails, the process goes on', async () => {
+    const db = createPostgresDb(DATABASE_URL, { maxConnections: 1 });
+    const admin = createPostgresDb(DATABASE_URL, { maxConnections: 1 });
+    closing.push(() => db.close(), () => admin.close());
+    const outcome = db.transaction(async (tx) => {
+      const { rows } = await tx.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+      await admin.query('SELECT pg_terminate_backend($1)', [rows[0]!.pid]);
+      // The work awaits something else (the outbox relay awaits the broker) while the server drops the connection.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await tx.query('SELECT 1');
+    });
+    await assert.rejects(outcome);
+    assert.deepEqual((await db.query('SELECT 1 AS one')).rows, [{ one: 1 }], 'the pool replaced the broken client');
+  });
+
   it('keeps a wrong statement a 500: only unavailability is a 503', async () => {
     const db = createPostgresDb(DATABASE_URL, { maxConnections: 1 });
     const server = await serviceOver(db, 'SELEC 1');

@@ -23,7 +23,7 @@ export interface RequestOptions {
 }
 
 /** Drives the gateway as a client would, and checks every response against the OpenAPI document. */
-export async function call<Body = any>(stack: Stack, method: string, path: string, options: RequestOptions = {}): Promise<ApiResponse<Body>> {
+export async function call<Body = any>(stack: Pick<Stack, 'baseUrl'>, method: string, path: string, options: RequestOptions = {}): Promise<ApiResponse<Body>> {
   const headers: Record<string, string> = { ...options.headers };
   if (options.token) headers.authorization = `Bearer ${options.token}`;
   let body: string | undefined;
@@ -88,7 +88,7 @@ export interface TestMerchant {
   ownerPassword: string;
 }
 
-export async function issueToken(stack: Stack, apiKey: string, scope?: string): Promise<string> {
+export async function issueToken(stack: Pick<Stack, 'baseUrl'>, apiKey: string, scope?: string): Promise<string> {
   const clientId = apiKey.split('_').slice(0, 3).join('_');
   const form = new URLSearchParams({ grant_type: 'client_credentials' });
   if (scope !== undefined) form.set('scope', scope);
@@ -108,7 +108,7 @@ export function uniqueOwnerEmail(): string {
 }
 
 /** Each test makes its own merchant through the operator API, then a token with all of its key's scopes. */
-export async function createMerchant(stack: Stack, overrides: Record<string, unknown> = {}): Promise<TestMerchant> {
+export async function createMerchant(stack: Pick<Stack, 'baseUrl' | 'operatorToken'>, overrides: Record<string, unknown> = {}): Promise<TestMerchant> {
   const response = await call(stack, 'POST', '/admin/v1/merchants', {
     headers: { authorization: `Bearer ${stack.operatorToken}` },
     body: { name: `Test merchant ${Math.random().toString(36).slice(2, 8)}`, owner: { email: uniqueOwnerEmail() }, ...overrides },
@@ -131,7 +131,7 @@ export async function createMerchant(stack: Stack, overrides: Record<string, unk
  * Provisioning is done when the merchants service, which learns of a merchant from
  * merchants.created, answers for it: until then GET /api/v1/merchant is a 503.
  */
-async function merchantKnownEverywhere(stack: Stack, token: string): Promise<void> {
+async function merchantKnownEverywhere(stack: Pick<Stack, 'baseUrl'>, token: string): Promise<void> {
   const deadline = Date.now() + 15_000;
   for (;;) {
     const response = await fetch(`${stack.baseUrl}/api/v1/merchant`, { headers: { authorization: `Bearer ${token}` } });
