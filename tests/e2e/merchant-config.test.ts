@@ -56,7 +56,7 @@ describe('merchant configuration through the gateway', () => {
       assert.equal(stale.status, 412);
       const operatorOnly = await api('PATCH', '/api/v1/merchant', { body: { plan: 'scale', mode: 'live', status: 'suspended', timezone: 'Mars/Olympus' } });
       assert.equal(operatorOnly.status, 422);
-      assert.deepEqual(operatorOnly.body.errors.map((e: any) => [e.field, e.code]).sort(), [['mode', 'unknown_field'], ['plan', 'unknown_field'], ['status', 'unknown_field']]);
+      assert.deepEqual(operatorOnly.body.errors.map((e: any) => [e.field, e.code]).sort(), [['mode', 'read_only'], ['plan', 'read_only'], ['status', 'read_only']]);
       assert.equal((await api('GET', '/api/v1/merchant')).body.name, 'Renamed shop', 'a refused PATCH changes nothing');
     });
 
@@ -230,8 +230,8 @@ describe('merchant configuration through the gateway', () => {
       assert.deepEqual(reordered.body.rule_ids, [rule, second.id]);
       const moved = await api('PATCH', `/api/v1/connections/${connection.id}`, { body: { source_id: source } });
       assert.equal(moved.status, 422);
-      // ConnectionUpdate has no source_id: the edge refuses it as it refuses any member the schema does not have.
-      assert.deepEqual(moved.body.errors.map((e: any) => [e.field, e.code]), [['source_id', 'unknown_field']]);
+      // ConnectionUpdate has no source_id but a connection shows one: the edge names it read-only.
+      assert.deepEqual(moved.body.errors.map((e: any) => [e.field, e.code]), [['source_id', 'read_only']]);
     });
 
     it('refuses another merchant\'s or unknown source, destination and rules with 422, naming each', async () => {

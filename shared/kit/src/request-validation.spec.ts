@@ -54,6 +54,17 @@ describe('validateRequest: every request checked against its OpenAPI operation b
     ]);
   });
 
+  it('calls a member the resource shows but its update does not take read_only, and any other unknown', async () => {
+    assert.deepEqual((await refusal(request('PATCH', '/api/v1/merchant', { plan: 'scale', status: 'active', colour: 'red' }))).sort(), [
+      ['colour', 'unknown_field'],
+      ['plan', 'read_only'],
+      ['status', 'read_only'],
+    ]);
+    assert.deepEqual(await refusal(request('PATCH', '/api/v1/products/prd_01jd3k7q8m2x4v6b9c0d1e2f3g', { id: 'prd_other' })), [['id', 'read_only']]);
+    // A create takes what it takes: a resource's member it does not take is simply unknown there.
+    assert.deepEqual(await refusal(request('POST', '/api/v1/products', { ...product, id: 'prd_other' })), [['id', 'unknown_field']]);
+  });
+
   it('writes nested and listed members in the one field grammar', async () => {
     const errors = await refusal(request('POST', '/api/v1/rules', { name: 'R', action: 'transform', transform: { keep: ['a', 'b c'], set: { 'bad key': 1 } } }));
     assert.deepEqual(errors.sort(), [['transform.keep[1]', 'invalid_format'], ['transform.set["bad key"]', 'invalid_key']]);

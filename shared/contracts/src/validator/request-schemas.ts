@@ -116,14 +116,44 @@ export function requestContractOf(method: string, path: string, document: OpenAp
     const json = requestBody?.content['application/json'];
     const itemsMember = ITEMS_JUDGED_ONE_BY_ONE[operation.operationId];
     const bodySchema = json && itemsMember ? envelopeOnly(json.schema, itemsMember, document) : json?.schema;
+    const readOnly = verb === 'patch' && json ? readOnlyMembersOf(document, operation, bodySchema!) : new Set<string>();
+    const check = json ? checker(index, bodySchema!) : undefined;
     contract = {
       operationId: operation.operationId,
       queryNames: new Set(parameters.filter((parameter) => parameter.in === 'query').map((parameter) => parameter.name)),
-      ...(json ? { body: { required: requestBody?.required === true, check: checker(index, bodySchema!) } } : {}),
+      ...(check ? { body: { required: requestBody?.required === true, check: readOnly.size > 0 ? (value: unknown) => check(value).map((issue) => asReadOnly(issue, readOnly)) : check } } : {}),
     };
     index.byOperation.set(key, contract);
   }
   return contract;
+}
+
+const READ_ONLY: DocumentedError = { code: 'read_only', message: 'can be read but not changed here' };
+
+/**
+ * A member an update does not take but its resource shows (a merchant's `plan`, a product's `id`)
+ * is read-only rather than unknown: the caller named a real field, and `read_only` tells them why
+ * it was refused. Only top-level members: nested objects are replaced whole.
+ */
+function asReadOnly(issue: SchemaIssue, readOnly: ReadonlySet<string>): SchemaIssue {
+  const member = issue.path.length === 1 && (issue.keyword === 'additionalProperties' || issue.keyword === 'unevaluatedProperties') ? String(issue.path[0]) : undefined;
+  return member !== undefined && readOnly.has(member) ? { ...issue, documented: READ_ONLY } : issue;
+}
+
+/** Members of the resource an update answers with (its 200 body) that the update's own body does not take. */
+function readOnlyMembersOf(document: OpenApiDocument, operation: { responses?: Record<string, unknown> }, bodySchema: unknown): Set<string> {
+  const response = operation.responses?.['200'] ? resolveLocal<{ content?: Record<string, { schema?: unknown }> }>(document, operation.responses['200']) : undefined;
+  const resourceSchema = response?.content?.['application/json']?.schema;
+  if (!resourceSchema) return new Set();
+  const settable = membersOf(document, bodySchema);
+  return new Set([...membersOf(document, resourceSchema)].filter((name) => !settable.has(name)));
+}
+
+function membersOf(document: OpenApiDocument, schema: unknown, depth = 0): Set<string> {
+  const resolved = resolveLocal<{ properties?: Record<string, unknown>; allOf?: unknown[] } | undefined>(document, schema);
+  const names = new Set(Object.keys(resolved?.properties ?? {}));
+  if (depth < 8) for (const part of resolved?.allOf ?? []) for (const name of membersOf(document, part, depth + 1)) names.add(name);
+  return names;
 }
 
 /** Checks a value against one of `components.schemas` (`ProductCreate`): the same rules the HTTP edge applies, for gRPC items and batches. */
