@@ -21,7 +21,10 @@ const existing = new Map();
 for await (const product of merx.products.list({ limit: 100 })) existing.set(product.sku, product);
 
 const summary = { rows: 0, created: 0, updated: 0, unchanged: 0, failed: [] };
-const progress = () => process.stderr.write(`\r${summary.rows} rows: ${summary.created} created, ${summary.updated} updated, ${summary.unchanged} unchanged, ${summary.failed.length} failed`);
+const progress = () =>
+  process.stderr.write(
+    `\r${summary.rows} rows: ${summary.created} created, ${summary.updated} updated, ${summary.unchanged} unchanged, ${summary.failed.length} failed`,
+  );
 
 const rows = createReadStream(file).pipe(parse({ columns: true, skip_empty_lines: true, trim: true }));
 for await (const row of rows) {
@@ -56,4 +59,3 @@ for await (const row of rows) {
 process.stderr.write('\n');
 console.log(JSON.stringify(summary));
 process.exitCode = summary.failed.length ? 1 : 0;
-

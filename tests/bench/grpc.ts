@@ -56,12 +56,18 @@ async function upsertExportIngestStream(name: 'distributed', env: Record<string,
     const token = mode.apiKey ? await issueToken(stack, mode.apiKey) : (await createMerchant(stack)).token;
     // One subscription to products.created: the webhooks half of "the audit log and webhooks keep up".
     const receiver = new ReceiverControl(receiverUrl);
-    const subscribed = await call(stack, 'POST', '/api/v1/webhooks/subscriptions', { token, body: { url: `${receiverUrl}/hooks/grpc`, topics: ['products.created'] }, unchecked: true });
+    const subscribed = await call(stack, 'POST', '/api/v1/webhooks/subscriptions', {
+      token,
+      body: { url: `${receiverUrl}/hooks/grpc`, topics: ['products.created'] },
+      unchecked: true,
+    });
     if (subscribed.status !== 201) throw new Error(`could not subscribe the receiver: ${subscribed.status} ${subscribed.text}`);
     await receiver.settle();
     await receiver.reset(0);
     const startTime = new Date();
-    const requests = Array.from({ length: items }, (_, index) => create(UpsertProductsRequestSchema, { product: { sku: `bench-grpc-${index}`, title: 'Bench', price: '19.99', currency: 'USD' } }));
+    const requests = Array.from({ length: items }, (_, index) =>
+      create(UpsertProductsRequestSchema, { product: { sku: `bench-grpc-${index}`, title: 'Bench', price: '19.99', currency: 'USD' } }),
+    );
     let started = Date.now();
     const upserted = await bidiAll<UpsertProductsResponse>(clients.products, 'UpsertProducts', requests, bearer(token));
     const upsertMs = Date.now() - started;
@@ -79,7 +85,10 @@ async function upsertExportIngestStream(name: 'distributed', env: Record<string,
     const source = await call(stack, 'POST', '/api/v1/sources', { token, body: { name: 'Bench', kind: 'storefront' }, unchecked: true });
     const occurTime = timestampFromDate(new Date());
     const records = Array.from({ length: items }, (_, index) =>
-      create(IngestRecordsRequestSchema, { sourceId: source.body.id, record: { type: RecordType.ORDER, externalId: `bench-${index}`, occurTime, data: { total: 10, currency: 'USD' } } }),
+      create(IngestRecordsRequestSchema, {
+        sourceId: source.body.id,
+        record: { type: RecordType.ORDER, externalId: `bench-${index}`, occurTime, data: { total: 10, currency: 'USD' } },
+      }),
     );
     started = Date.now();
     const acks = await bidiAll<IngestRecordsResponse>(clients.records, 'IngestRecords', records, bearer(token));
@@ -89,7 +98,10 @@ async function upsertExportIngestStream(name: 'distributed', env: Record<string,
     // Every products.created of the upsert, read back from the start of the run.
     started = Date.now();
     const events = await new Promise<number>((resolve, reject) => {
-      const stream: grpc.ClientReadableStream<StreamEventsResponse> = clients.events.StreamEvents(create(StreamEventsRequestSchema, { cursor: { case: 'startTime', value: timestampFromDate(startTime) }, topics: ['products.created'] }), bearer(token));
+      const stream: grpc.ClientReadableStream<StreamEventsResponse> = clients.events.StreamEvents(
+        create(StreamEventsRequestSchema, { cursor: { case: 'startTime', value: timestampFromDate(startTime) }, topics: ['products.created'] }),
+        bearer(token),
+      );
       let seen = 0;
       stream.on('data', () => {
         seen += 1;
@@ -102,7 +114,9 @@ async function upsertExportIngestStream(name: 'distributed', env: Record<string,
     });
     const eventsMs = Date.now() - started;
     const upsertPerSecond = (items / upsertMs) * 1000;
-    const ratio = deps.restPostPerSecond ? ` — ${(upsertPerSecond / deps.restPostPerSecond).toFixed(1)}× the same run's REST POST (${Math.round(deps.restPostPerSecond).toLocaleString('en-US')} products/s)` : '';
+    const ratio = deps.restPostPerSecond
+      ? ` — ${(upsertPerSecond / deps.restPostPerSecond).toFixed(1)}× the same run's REST POST (${Math.round(deps.restPostPerSecond).toLocaleString('en-US')} products/s)`
+      : '';
     return [
       `gRPC, ${name}: UpsertProducts ${perSecond(items, upsertMs)} products/s (${items} in ${upsertMs} ms, each answered once committed with its event; target ≥ 10,000)${ratio}; ` +
         `ExportProducts ${perSecond(exported.length, exportMs)} products/s (target ≥ 50,000); IngestRecords ${perSecond(items, ingestMs)} records/s (target ≥ 5,000); ` +
@@ -118,7 +132,11 @@ async function upsertExportIngestStream(name: 'distributed', env: Record<string,
 }
 
 /** Waits (bounded) until every product's products.created reached the receiver, then reads how late they came. */
-async function webhookLag(receiver: ReceiverControl, expected: number, upsertEndedAt: number): Promise<{ delivered: number; p50: number | null; p99: number | null; catchUpMs: number }> {
+async function webhookLag(
+  receiver: ReceiverControl,
+  expected: number,
+  upsertEndedAt: number,
+): Promise<{ delivered: number; p50: number | null; p99: number | null; catchUpMs: number }> {
   const deadline = Date.now() + 300_000;
   let count = await receiver.count();
   while (count.succeeded < expected) {
@@ -128,5 +146,10 @@ async function webhookLag(receiver: ReceiverControl, expected: number, upsertEnd
   }
   const stats = await receiver.stats(0, Number.MAX_SAFE_INTEGER);
   const latency = stats.window.firstAttempt;
-  return { delivered: count.succeeded, p50: latency.p50 === null ? null : Math.round(latency.p50), p99: latency.p99 === null ? null : Math.round(latency.p99), catchUpMs: Math.max(0, (count.lastArrivalAt ?? upsertEndedAt) - upsertEndedAt) };
+  return {
+    delivered: count.succeeded,
+    p50: latency.p50 === null ? null : Math.round(latency.p50),
+    p99: latency.p99 === null ? null : Math.round(latency.p99),
+    catchUpMs: Math.max(0, (count.lastArrivalAt ?? upsertEndedAt) - upsertEndedAt),
+  };
 }

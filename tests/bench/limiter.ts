@@ -12,7 +12,9 @@ export const LIMITER_SCENARIOS = {
 
 const huge = { capacity: 1_000_000_000, refill_per_second: 1_000_000_000 };
 const endless = { limit: 1_000_000_000, window_seconds: 3600 };
-const HUGE_PLANS = JSON.stringify(Object.fromEntries(['sandbox', 'standard', 'scale'].map((plan) => [plan, { burst: huge, sustained: endless, writes: huge, sensitive: endless }])));
+const HUGE_PLANS = JSON.stringify(
+  Object.fromEntries(['sandbox', 'standard', 'scale'].map((plan) => [plan, { burst: huge, sustained: endless, writes: huge, sensitive: endless }])),
+);
 
 export interface LimiterBenchDeps {
   /** Starts a mode and registers its stop with the run's cleanups. */
@@ -38,10 +40,17 @@ export async function benchLimiter(name: 'embedded' | 'distributed', results: Me
     try {
       const stack = { baseUrl: mode.publicUrl, operatorToken: mode.operatorToken } as Stack;
       const token = mode.apiKey ? await issueToken(stack, mode.apiKey) : (await createMerchant(stack)).token;
-      const created = await call(stack, 'POST', '/api/v1/products', { token, body: { sku: `bench-limiter-${unique}`, title: 'Read me', price: '19.99', currency: 'USD' } });
+      const created = await call(stack, 'POST', '/api/v1/products', {
+        token,
+        body: { sku: `bench-limiter-${unique}`, title: 'Read me', price: '19.99', currency: 'USD' },
+      });
       if (created.status !== 201) throw new Error(`could not create the product to read: ${created.status} ${created.text}`);
       const path = `/api/v1/products/${created.body.id as string}`;
-      await deps.measured({ mode: name, name: LIMITER_SCENARIOS[setting], url: mode.gatewayUrl, expectStatus: 200, request: getRequest(path, token), processes: mode.processes }, results, mode.logs);
+      await deps.measured(
+        { mode: name, name: LIMITER_SCENARIOS[setting], url: mode.gatewayUrl, expectStatus: 200, request: getRequest(path, token), processes: mode.processes },
+        results,
+        mode.logs,
+      );
       rates[setting] = results[results.length - 1]!.requestsPerSecond;
     } finally {
       await mode.stop();

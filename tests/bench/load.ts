@@ -57,7 +57,8 @@ async function run(scenario: Scenario, connections: number, amount: number, guar
   }
 }
 
-const rateOf = (result: autocannon.Result) => Object.values(result.statusCodeStats).reduce((sum, stat) => sum + stat.count, 0) / Math.max(result.duration, 0.01);
+const rateOf = (result: autocannon.Result) =>
+  Object.values(result.statusCodeStats).reduce((sum, stat) => sum + stat.count, 0) / Math.max(result.duration, 0.01);
 
 /**
  * A warm-up (JIT, pools, caches) whose numbers are thrown away and which sizes the measured run

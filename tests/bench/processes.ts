@@ -118,7 +118,12 @@ export const startWebhookReceiver = (): Promise<BenchProcess> => startPortPrinte
 export async function startEmbeddedMode(extraEnv: Record<string, string> = {}): Promise<RunningMode> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'merx-bench-data-'));
   const port = await freePort();
-  const { child, exited, logFile, stop: stopProcess } = spawnNode('embedded', path.join(repoRoot, 'services/embedded/dist/src/main.js'), {
+  const {
+    child,
+    exited,
+    logFile,
+    stop: stopProcess,
+  } = spawnNode('embedded', path.join(repoRoot, 'services/embedded/dist/src/main.js'), {
     MERX_DATA_DIR: dataDir,
     PORT: String(port),
     GRPC_PORT: '0',
@@ -137,9 +142,20 @@ export async function startEmbeddedMode(extraEnv: Record<string, string> = {}): 
       if (!existsSync(devFile)) return undefined;
       const response = await fetch(`${gatewayUrl}/readyz`);
       await response.arrayBuffer();
-      return response.status === 200 ? (JSON.parse(readFileSync(devFile, 'utf8')) as { base_url: string; grpc_url: string; operator_token: string; api_key: string }) : undefined;
+      return response.status === 200
+        ? (JSON.parse(readFileSync(devFile, 'utf8')) as { base_url: string; grpc_url: string; operator_token: string; api_key: string })
+        : undefined;
     });
-    return { gatewayUrl, grpcAddress: `127.0.0.1:${credentials.grpc_url.split(':').at(-1)}`, publicUrl: credentials.base_url, operatorToken: credentials.operator_token, apiKey: credentials.api_key, processes: { merx: child.pid! }, logs: { merx: logFile }, stop };
+    return {
+      gatewayUrl,
+      grpcAddress: `127.0.0.1:${credentials.grpc_url.split(':').at(-1)}`,
+      publicUrl: credentials.base_url,
+      operatorToken: credentials.operator_token,
+      apiKey: credentials.api_key,
+      processes: { merx: child.pid! },
+      logs: { merx: logFile },
+      stop,
+    };
   } catch (error) {
     await stop();
     throw error;

@@ -95,7 +95,11 @@ export function summariseProfiles(dir: string): string[] {
   const lines: string[] = [];
   for (const service of readdirSync(dir).sort()) {
     const folder = path.join(dir, service);
-    const files = existsSync(folder) ? readdirSync(folder).filter((name) => name.endsWith('.cpuprofile')).sort() : [];
+    const files = existsSync(folder)
+      ? readdirSync(folder)
+          .filter((name) => name.endsWith('.cpuprofile'))
+          .sort()
+      : [];
     if (files.length === 0) continue;
     const file = path.join(folder, files[files.length - 1]!);
     lines.push(`### ${service} (${path.relative(repoRoot, file)})`, '', ...summariseProfile(file), '');

@@ -81,7 +81,22 @@ function targetsTable(measurements: Measurement[]): string[] {
   ];
 }
 
-const CPU_ORDER = ['loadgen', 'hello', 'receiver', 'merx', 'gateway', 'catalog', 'oauth', 'audit', 'webhooks', 'postgres', 'rabbitmq', 'other', 'steal', 'total'];
+const CPU_ORDER = [
+  'loadgen',
+  'hello',
+  'receiver',
+  'merx',
+  'gateway',
+  'catalog',
+  'oauth',
+  'audit',
+  'webhooks',
+  'postgres',
+  'rabbitmq',
+  'other',
+  'steal',
+  'total',
+];
 
 function cpuTable(measurements: Array<{ mode: string; name: string; cpu: CpuShare | undefined }>): string[] {
   const measured = measurements.filter((measurement) => measurement.cpu);
@@ -143,7 +158,10 @@ function webhookCpuPerDelivery(webhooks: WebhookMeasurement[]): string[] {
     '',
     `| Mode | Load | ${columns.join(' | ')} |`,
     `|---|---|${columns.map(() => '---:').join('|')}|`,
-    ...measured.map((m) => `| ${m.mode} | ${m.name} | ${columns.map((column) => (m.cpu![column] === undefined ? '' : ((m.cpu![column]! * 10) / m.deliveredPerSecond).toFixed(3))).join(' | ')} |`),
+    ...measured.map(
+      (m) =>
+        `| ${m.mode} | ${m.name} | ${columns.map((column) => (m.cpu![column] === undefined ? '' : ((m.cpu![column]! * 10) / m.deliveredPerSecond).toFixed(3))).join(' | ')} |`,
+    ),
   ];
 }
 

@@ -102,7 +102,10 @@ async function measured(scenario: Scenario, results: Measurement[], logs: Record
 const stackOf = (mode: RunningMode) => ({ baseUrl: mode.publicUrl, operatorToken: mode.operatorToken }) as Stack;
 
 async function createProduct(mode: RunningMode, token: string): Promise<string> {
-  const response = await call(stackOf(mode), 'POST', '/api/v1/products', { token, body: { sku: `bench-get-${Date.now()}`, title: 'Read me', price: '19.99', currency: 'USD' } });
+  const response = await call(stackOf(mode), 'POST', '/api/v1/products', {
+    token,
+    body: { sku: `bench-get-${Date.now()}`, title: 'Read me', price: '19.99', currency: 'USD' },
+  });
   if (response.status !== 201) throw new Error(`could not create the product to read: ${response.status} ${response.text}`);
   return response.body.id as string;
 }
@@ -127,7 +130,9 @@ async function findEmbeddedCatalog(mode: RunningMode, productPath: string, token
 
 async function benchMode(name: 'embedded' | 'distributed', results: Measurement[], skipped: Skipped[]): Promise<void> {
   progress(`${name} mode: starting`);
-  const mode = await started<RunningMode & { catalogUrl?: string; databaseUrl?: string }>(name === 'embedded' ? startEmbeddedMode(SPINE_ONLY) : startDistributedMode(SPINE_ONLY));
+  const mode = await started<RunningMode & { catalogUrl?: string; databaseUrl?: string }>(
+    name === 'embedded' ? startEmbeddedMode(SPINE_ONLY) : startDistributedMode(SPINE_ONLY),
+  );
   try {
     // embedded: the sandbox key `npm start` wrote to dev.json; distributed: a merchant made through the operator API
     const token = mode.apiKey ? await issueToken(stackOf(mode), mode.apiKey) : (await createMerchant(stackOf(mode))).token;
@@ -135,7 +140,11 @@ async function benchMode(name: 'embedded' | 'distributed', results: Measurement[
     const catalogUrl = name === 'embedded' ? await findEmbeddedCatalog(mode, productPath, token) : mode.catalogUrl;
     const base = { mode: name, processes: mode.processes };
     if (scenarios.has('post')) {
-      await measured({ ...base, name: SCENARIOS.post, url: mode.gatewayUrl, expectStatus: 201, request: createProductRequest('/api/v1/products', token) }, results, mode.logs);
+      await measured(
+        { ...base, name: SCENARIOS.post, url: mode.gatewayUrl, expectStatus: 201, request: createProductRequest('/api/v1/products', token) },
+        results,
+        mode.logs,
+      );
       if (mode.databaseUrl) {
         const lag = await measureAuditLag(mode.databaseUrl, new Date());
         const post = results[results.length - 1]!;
@@ -149,7 +158,12 @@ async function benchMode(name: 'embedded' | 'distributed', results: Measurement[
         progress(`    ${auditNotes[auditNotes.length - 1]}`);
       }
     }
-    if (scenarios.has('get')) await measured({ ...base, name: SCENARIOS.getGateway, url: mode.gatewayUrl, expectStatus: 200, request: getRequest(productPath, token) }, results, mode.logs);
+    if (scenarios.has('get'))
+      await measured(
+        { ...base, name: SCENARIOS.getGateway, url: mode.gatewayUrl, expectStatus: 200, request: getRequest(productPath, token) },
+        results,
+        mode.logs,
+      );
     if (scenarios.has('direct') && catalogUrl) {
       await measured({ ...base, name: SCENARIOS.getDirect, url: catalogUrl, expectStatus: 200, request: getRequest(productPath, token) }, results, mode.logs);
     } else if (scenarios.has('direct')) {
@@ -178,14 +192,19 @@ async function main(): Promise<void> {
   const notes: string[] = [];
   if (profileDir) {
     rmSync(profileDir, { recursive: true, force: true });
-    notes.push(`Services ran under \`--cpu-prof\` (BENCH_CPU_PROF=${path.relative(repoRoot, profileDir)}); profiling slows them, so these figures are not the headline ones.`);
+    notes.push(
+      `Services ran under \`--cpu-prof\` (BENCH_CPU_PROF=${path.relative(repoRoot, profileDir)}); profiling slows them, so these figures are not the headline ones.`,
+    );
   }
 
   if (scenarios.has('hello')) {
     progress('ceiling: bare node:http hello server');
     const hello = await startHelloServer();
     cleanups.push(hello.stop);
-    await measured({ mode: 'node:http', name: SCENARIOS.hello, url: hello.url, expectStatus: 200, request: getRequest('/'), processes: { hello: hello.pid } }, results);
+    await measured(
+      { mode: 'node:http', name: SCENARIOS.hello, url: hello.url, expectStatus: 200, request: getRequest('/'), processes: { hello: hello.pid } },
+      results,
+    );
     await cleanups.pop()!();
   }
 
@@ -206,7 +225,19 @@ async function main(): Promise<void> {
   }
   notes.push(...auditNotes);
 
-  const knobs = ['BENCH_DURATION', 'BENCH_WARMUP', 'BENCH_CONNECTIONS', 'BENCH_MODES', 'BENCH_SCENARIOS', 'BENCH_GRPC_ITEMS', 'BENCH_CPU_PROF', 'BENCH_DB_POOL_SIZE', 'BENCH_PG_HOST', 'BENCH_PG_OPTIONS', ...WEBHOOK_KNOBS];
+  const knobs = [
+    'BENCH_DURATION',
+    'BENCH_WARMUP',
+    'BENCH_CONNECTIONS',
+    'BENCH_MODES',
+    'BENCH_SCENARIOS',
+    'BENCH_GRPC_ITEMS',
+    'BENCH_CPU_PROF',
+    'BENCH_DB_POOL_SIZE',
+    'BENCH_PG_HOST',
+    'BENCH_PG_OPTIONS',
+    ...WEBHOOK_KNOBS,
+  ];
   const command = [...knobs.filter((knob) => process.env[knob]).map((knob) => `${knob}=${process.env[knob]}`), 'npm run bench'].join(' ');
   let report = renderReport({ startedAt, command, settings, nproc: nproc(), loadAverageAtStart, measurements: results, webhooks, skipped, notes });
   if (profileDir) report += ['', '## CPU profiles', '', ...summariseProfiles(profileDir)].join('\n');

@@ -88,7 +88,15 @@ function envNumber(name: string, fallback: number): number {
 }
 
 /** Knobs of this scenario; the run lists the ones set in its command line. */
-export const WEBHOOK_KNOBS = ['BENCH_WEBHOOK_SUBSCRIPTIONS', 'BENCH_WEBHOOK_RATE', 'BENCH_WEBHOOK_PEAK_RATE', 'BENCH_WEBHOOK_BACKLOG', 'BENCH_WEBHOOK_RUNS', 'BENCH_WEBHOOK_VACUUM', 'BENCH_WEBHOOK_MAX_IN_FLIGHT'];
+export const WEBHOOK_KNOBS = [
+  'BENCH_WEBHOOK_SUBSCRIPTIONS',
+  'BENCH_WEBHOOK_RATE',
+  'BENCH_WEBHOOK_PEAK_RATE',
+  'BENCH_WEBHOOK_BACKLOG',
+  'BENCH_WEBHOOK_RUNS',
+  'BENCH_WEBHOOK_VACUUM',
+  'BENCH_WEBHOOK_MAX_IN_FLIGHT',
+];
 
 /** The runs of the scenario, by the names BENCH_WEBHOOK_RUNS takes (all by default; profile one at a time). */
 const RUNS = ['bus-peak', 'bus-rate', 'bus-peak-failing', 'bus-rate-failing', 'post-rate'] as const;
@@ -317,7 +325,12 @@ interface Load {
   label: string;
   /** Deliveries per second asked for. */
   offeredPerSecond: number;
-  run(window: { warmupMs: number; measuredMs: number; onWindowStart(): void; onWindowEnd(): void }): Promise<{ expected: number; saturated: boolean; errors: number }>;
+  run(window: {
+    warmupMs: number;
+    measuredMs: number;
+    onWindowStart(): void;
+    onWindowEnd(): void;
+  }): Promise<{ expected: number; saturated: boolean; errors: number }>;
 }
 
 /**
@@ -325,7 +338,15 @@ interface Load {
  * only while more than `backlogCap` deliveries are unanswered. Each event is built (its
  * created_at taken) right before it is published, as the outbox relay publishes right after commit.
  */
-function busLoad(bus: AmqpBus, receiver: ReceiverControl, merchantId: string, product: Record<string, unknown>, fanOut: number, deliveriesPerSecond: number, backlogCap: number): Load {
+function busLoad(
+  bus: AmqpBus,
+  receiver: ReceiverControl,
+  merchantId: string,
+  product: Record<string, unknown>,
+  fanOut: number,
+  deliveriesPerSecond: number,
+  backlogCap: number,
+): Load {
   const eventsPerSecond = deliveriesPerSecond / fanOut;
   return {
     label: 'events published on merx.events',
@@ -491,7 +512,10 @@ async function measureDelivery(context: RunContext, load: Load, name: string, fa
   const [before, after] = [await commitsBefore, await commitsAfter];
   const committed = before !== undefined && after !== undefined ? after - before : undefined;
   for (const [processName, pid] of Object.entries(context.processes)) {
-    if (!isAlive(pid)) throw new Error(`${processName} (pid ${pid}) died during "webhooks, ${name}":\n${context.logs[processName] ? tail(context.logs[processName]) : '(no log)'}`);
+    if (!isAlive(pid))
+      throw new Error(
+        `${processName} (pid ${pid}) died during "webhooks, ${name}":\n${context.logs[processName] ? tail(context.logs[processName]) : '(no log)'}`,
+      );
   }
   const stats = await receiver.stats(windowFrom, windowTo);
   const seconds = Math.max(0.001, (windowTo - windowFrom) / 1000);
@@ -538,7 +562,11 @@ async function measureDelivery(context: RunContext, load: Load, name: string, fa
       (deadTuples ? `; dead tuples ${JSON.stringify(deadTuples)}` : '') +
       (result.commitsPerDelivery !== undefined ? `; ${result.commitsPerDelivery.toFixed(3)} commits per delivery` : '') +
       (deadlocks !== undefined ? `; ${deadlocks} deadlocks` : '') +
-      (stages ? `; stages p50/p99 ${Object.entries(stages).map(([stage, { p50, p99 }]) => `${stage} ${Math.round(p50)}/${Math.round(p99)}`).join(', ')}` : ''),
+      (stages
+        ? `; stages p50/p99 ${Object.entries(stages)
+            .map(([stage, { p50, p99 }]) => `${stage} ${Math.round(p50)}/${Math.round(p99)}`)
+            .join(', ')}`
+        : ''),
   );
   return result;
 }
@@ -546,16 +574,26 @@ async function measureDelivery(context: RunContext, load: Load, name: string, fa
 const stackOf = (mode: RunningMode) => ({ baseUrl: mode.publicUrl, operatorToken: mode.operatorToken }) as Stack;
 
 /** The merchant's subscriptions, through the public API as a merchant makes them; then the product the bus events carry. */
-async function prepareMerchant(mode: RunningMode, receiverUrl: string, fanOut: number): Promise<{ merchantId: string; token: string; product: Record<string, unknown> }> {
+async function prepareMerchant(
+  mode: RunningMode,
+  receiverUrl: string,
+  fanOut: number,
+): Promise<{ merchantId: string; token: string; product: Record<string, unknown> }> {
   const stack = stackOf(mode);
   let token: string;
   if (mode.apiKey) token = await issueToken(stack, mode.apiKey);
   else token = (await createMerchant(stack)).token;
   for (let i = 0; i < fanOut; i++) {
-    const created = await call(stack, 'POST', '/api/v1/webhooks/subscriptions', { token, body: { url: `${receiverUrl}/hooks/${i}`, topics: ['*'], description: `bench endpoint ${i}` } });
+    const created = await call(stack, 'POST', '/api/v1/webhooks/subscriptions', {
+      token,
+      body: { url: `${receiverUrl}/hooks/${i}`, topics: ['*'], description: `bench endpoint ${i}` },
+    });
     if (created.status !== 201) throw new Error(`could not subscribe the receiver: ${created.status} ${created.text}`);
   }
-  const product = await call(stack, 'POST', '/api/v1/products', { token, body: { sku: `bench-wh-${Date.now()}`, title: 'Webhook bench', price: '19.99', currency: 'USD' } });
+  const product = await call(stack, 'POST', '/api/v1/products', {
+    token,
+    body: { sku: `bench-wh-${Date.now()}`, title: 'Webhook bench', price: '19.99', currency: 'USD' },
+  });
   if (product.status !== 201) throw new Error(`could not create the product the events carry: ${product.status} ${product.text}`);
   // the token's own claim: the embedded sandbox merchant was not made here
   const claims = JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString('utf8')) as { merchant_id: string };
@@ -567,7 +605,11 @@ async function prepareMerchant(mode: RunningMode, receiverUrl: string, fanOut: n
  * without failures) and the POST-fed run; embedded (in-process bus, nothing to publish onto): the
  * POST-fed run only.
  */
-export async function benchWebhookDelivery(name: 'embedded' | 'distributed', settings: LoadSettings, deps: WebhookBenchDeps): Promise<{ measurements: WebhookMeasurement[]; notes: string[] }> {
+export async function benchWebhookDelivery(
+  name: 'embedded' | 'distributed',
+  settings: LoadSettings,
+  deps: WebhookBenchDeps,
+): Promise<{ measurements: WebhookMeasurement[]; notes: string[] }> {
   const { fanOut, rate, peakRate, backlog, runs, vacuum } = webhookSettings();
   const measurements: WebhookMeasurement[] = [];
   // nothing to publish onto in the embedded mode: its bus is in-process
@@ -578,13 +620,16 @@ export async function benchWebhookDelivery(name: 'embedded' | 'distributed', set
   try {
     deps.progress(`${name} mode: starting for the webhook scenario`);
     const mode = await deps.started<RunningMode & { databaseUrl?: string }>(
-      name === 'embedded' ? startEmbeddedMode({ MERX_THROTTLE: 'off', ...WEBHOOK_BENCH_ENV }) : startDistributedMode({ MERX_THROTTLE: 'off' }, WEBHOOK_BENCH_ENV),
+      name === 'embedded'
+        ? startEmbeddedMode({ MERX_THROTTLE: 'off', ...WEBHOOK_BENCH_ENV })
+        : startDistributedMode({ MERX_THROTTLE: 'off' }, WEBHOOK_BENCH_ENV),
     );
     let tables: QueueTables | undefined;
     let bus: AmqpBus | undefined;
     try {
       if (mode.databaseUrl) tables = await QueueTables.open(mode.databaseUrl);
-      if (name === 'distributed') bus = await AmqpBus.connect({ url: AMQP_URL, service: 'bench', logger: createLogger('bench', 'warn'), deployment: mode.deployment! });
+      if (name === 'distributed')
+        bus = await AmqpBus.connect({ url: AMQP_URL, service: 'bench', logger: createLogger('bench', 'warn'), deployment: mode.deployment! });
       const receiver = new ReceiverControl(receiverProcess.url);
       const { merchantId, token, product } = await prepareMerchant(mode, receiverProcess.url, fanOut);
       await receiver.settle();
@@ -627,10 +672,22 @@ export async function benchWebhookDelivery(name: 'embedded' | 'distributed', set
   } finally {
     await stopReceiver();
   }
-  const notes = measurements.map((m) => `Webhook deliveries answered 200 in each second of the window, ${m.mode}, ${m.name}: ${m.perSecond.map(thousands).join(' · ')}.`);
+  const notes = measurements.map(
+    (m) => `Webhook deliveries answered 200 in each second of the window, ${m.mode}, ${m.name}: ${m.perSecond.map(thousands).join(' · ')}.`,
+  );
   if (name === 'distributed') {
-    const policy = vacuum.everySeconds ? `VACUUM (ANALYZE) of the webhooks tables before each run and VACUUM of ${QUEUE_TABLES.join(', ')} every ${vacuum.everySeconds} s during it` : vacuum.between ? 'VACUUM (ANALYZE) of the webhooks tables before each run only' : 'no VACUUM at all';
-    notes.push(`Webhook runs, distributed: ${policy} (BENCH_WEBHOOK_VACUUM; this PostgreSQL runs with autovacuum off). Webhooks service settings: ${Object.entries(WEBHOOK_BENCH_ENV).map(([key, value]) => `${key}=${value}`).join(', ')}.`);
+    const policy = vacuum.everySeconds
+      ? `VACUUM (ANALYZE) of the webhooks tables before each run and VACUUM of ${QUEUE_TABLES.join(', ')} every ${vacuum.everySeconds} s during it`
+      : vacuum.between
+        ? 'VACUUM (ANALYZE) of the webhooks tables before each run only'
+        : 'no VACUUM at all';
+    notes.push(
+      `Webhook runs, distributed: ${policy} (BENCH_WEBHOOK_VACUUM; this PostgreSQL runs with autovacuum off). Webhooks service settings: ${Object.entries(
+        WEBHOOK_BENCH_ENV,
+      )
+        .map(([key, value]) => `${key}=${value}`)
+        .join(', ')}.`,
+    );
   }
   return { measurements, notes };
 }

@@ -27,7 +27,16 @@ interface Phase {
   firstAttempts: number;
 }
 
-const newPhase = (failPercent = 0): Phase => ({ failPercent, arrivedAt: [], latencyMs: [], kind: [], succeeded: new Set(), awaitingRetry: new Set(), unparsable: 0, firstAttempts: 0 });
+const newPhase = (failPercent = 0): Phase => ({
+  failPercent,
+  arrivedAt: [],
+  latencyMs: [],
+  kind: [],
+  succeeded: new Set(),
+  awaitingRetry: new Set(),
+  unparsable: 0,
+  firstAttempts: 0,
+});
 let phase = newPhase();
 
 /** FNV-1a: a cheap, deterministic choice of the failing deliveries, the same on every run. */
@@ -131,7 +140,16 @@ function control(url: URL, response: ServerResponse): void {
     answer(response, 204);
   } else if (url.pathname === '/_control/count') {
     // polled several times a second while load runs: the cheapest answer
-    answer(response, 200, JSON.stringify({ requests: phase.arrivedAt.length, firstAttempts: phase.firstAttempts, succeeded: phase.succeeded.size, lastArrivalAt: phase.arrivedAt[phase.arrivedAt.length - 1] ?? null }));
+    answer(
+      response,
+      200,
+      JSON.stringify({
+        requests: phase.arrivedAt.length,
+        firstAttempts: phase.firstAttempts,
+        succeeded: phase.succeeded.size,
+        lastArrivalAt: phase.arrivedAt[phase.arrivedAt.length - 1] ?? null,
+      }),
+    );
   } else if (url.pathname === '/_control/stats') {
     const from = Number(url.searchParams.get('from') ?? 0);
     const to = Number(url.searchParams.get('to') ?? Number.MAX_SAFE_INTEGER);

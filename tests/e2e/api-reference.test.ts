@@ -7,7 +7,16 @@ import { chromium } from 'playwright-core';
 import { sharedStack, type Stack } from '../src/harness/index.js';
 
 const CHROMIUM = '/usr/bin/chromium';
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 
 const operationIds = Object.values(openApiDocument.paths).flatMap((item) =>
   (['get', 'post', 'put', 'patch', 'delete'] as const).flatMap((method) => (item[method] ? [item[method].operationId] : [])),
@@ -31,10 +40,12 @@ describe('the API reference at /docs', () => {
     assert.equal(page.headers.get('x-content-type-options'), 'nosniff');
     assert.equal(page.headers.get('ratelimit'), null, 'not throttled');
     assert.match(page.headers.get('x-request-id') ?? '', /^req_/);
-    const csp = new Map((page.headers.get('content-security-policy') ?? '').split(/;\s*/).map((directive) => {
-      const [name, ...sources] = directive.split(' ');
-      return [name!, sources.join(' ')] as const;
-    }));
+    const csp = new Map(
+      (page.headers.get('content-security-policy') ?? '').split(/;\s*/).map((directive) => {
+        const [name, ...sources] = directive.split(' ');
+        return [name!, sources.join(' ')] as const;
+      }),
+    );
     assert.equal(csp.get('default-src'), "'none'");
     assert.equal(csp.get('script-src'), "'self'", 'no inline script, no eval, no other origin');
     assert.equal(csp.get('connect-src'), "'self'");
@@ -70,14 +81,17 @@ describe('the API reference at /docs', () => {
       page.on('request', (request) => requested.push(request.url()));
       // Browser code as text: this suite compiles without the DOM's types.
       await page.addInitScript({
-        content: "window.merxViolations = []; document.addEventListener('securitypolicyviolation', (event) => window.merxViolations.push(event.violatedDirective + ' ' + event.blockedURI));",
+        content:
+          "window.merxViolations = []; document.addEventListener('securitypolicyviolation', (event) => window.merxViolations.push(event.violatedDirective + ' ' + event.blockedURI));",
       });
       const response = await page.goto(`${stack.baseUrl}/docs`);
       assert.equal(response?.status(), 200);
       const lastOperation = operationIds[operationIds.length - 1]!;
       await page.waitForSelector(`[data-section-id="operation/${lastOperation}"]`, { timeout: 120_000, state: 'attached' });
 
-      const sections = new Set(await page.evaluate<string[]>("[...document.querySelectorAll('[data-section-id]')].map((element) => element.getAttribute('data-section-id'))"));
+      const sections = new Set(
+        await page.evaluate<string[]>("[...document.querySelectorAll('[data-section-id]')].map((element) => element.getAttribute('data-section-id'))"),
+      );
       const missing = [...operationIds, ...webhookNames.map((name) => `events.${name}`)].filter((id) => !sections.has(`operation/${id}`));
       assert.deepEqual(missing, [], 'every operation and webhook has its section');
       const text = await page.evaluate<string>('document.body.innerText');
@@ -85,8 +99,11 @@ describe('the API reference at /docs', () => {
 
       const origin = new URL(stack.baseUrl).origin;
       const elsewhere = requested.filter((url) => !url.startsWith('blob:') && !url.startsWith('data:') && new URL(url).origin !== origin);
-      assert.deepEqual(elsewhere, [], 'no request left the gateway\'s origin');
-      assert.ok(requested.some((url) => url.endsWith('/api/v1/openapi.json')), 'the document was fetched from the gateway');
+      assert.deepEqual(elsewhere, [], "no request left the gateway's origin");
+      assert.ok(
+        requested.some((url) => url.endsWith('/api/v1/openapi.json')),
+        'the document was fetched from the gateway',
+      );
       assert.deepEqual(await page.evaluate<string[]>('window.merxViolations'), [], 'no Content-Security-Policy violation');
     } finally {
       await browser.close();

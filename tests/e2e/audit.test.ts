@@ -8,7 +8,10 @@ export async function auditEntriesOf(stack: Stack, token: string, query: string,
     const page = await call(stack, 'GET', `/api/v1/audit?limit=100${query}`, { token });
     assert.equal(page.status, 200, page.text);
     if (expected(page.body.data)) return page.body.data;
-    if (Date.now() > deadline) throw new Error(`audit entries for ${query} did not arrive within ${timeoutMs} ms: ${JSON.stringify(page.body.data.map((e: { action: string }) => e.action))}`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `audit entries for ${query} did not arrive within ${timeoutMs} ms: ${JSON.stringify(page.body.data.map((e: { action: string }) => e.action))}`,
+      );
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
@@ -25,12 +28,21 @@ describe('audit log through the gateway', () => {
   });
 
   it('records every change of a product, in order, with who, which request and what changed', async () => {
-    const created = await call(stack, 'POST', '/api/v1/products', { token: merchant.token, body: { sku: 'AUD-1', title: 'Audited', price: '3.00', currency: 'USD' } });
+    const created = await call(stack, 'POST', '/api/v1/products', {
+      token: merchant.token,
+      body: { sku: 'AUD-1', title: 'Audited', price: '3.00', currency: 'USD' },
+    });
     const updated = await call(stack, 'PATCH', `/api/v1/products/${created.body.id}`, { token: merchant.token, body: { price: '4.00' } });
     const deleted = await call(stack, 'DELETE', `/api/v1/products/${created.body.id}`, { token: merchant.token });
     const entries = await auditEntriesOf(stack, merchant.token, `&resource_id=${created.body.id}`, (found) => found.length === 3);
-    assert.deepEqual(entries.map((e) => e.action), ['products.deleted', 'products.updated', 'products.created']);
-    assert.deepEqual(entries.map((e) => e.request_id), [deleted, updated, created].map((r) => r.headers.get('x-request-id')));
+    assert.deepEqual(
+      entries.map((e) => e.action),
+      ['products.deleted', 'products.updated', 'products.created'],
+    );
+    assert.deepEqual(
+      entries.map((e) => e.request_id),
+      [deleted, updated, created].map((r) => r.headers.get('x-request-id')),
+    );
     assert.deepEqual(entries[1].changes, { before: { price: '3.00' }, after: { price: '4.00' } });
     for (const entry of entries) assert.deepEqual(entry.actor, { type: 'api_key', id: merchant.clientId });
     assert.ok(entries[2].ip, 'the client address travels with the event');
@@ -56,7 +68,10 @@ describe('audit log through the gateway', () => {
     const wrongSecret = `${merchant.clientId}_${'Z'.repeat(32)}`;
     const refused = await fetch(`${stack.baseUrl}/oauth/token`, {
       method: 'POST',
-      headers: { authorization: `Basic ${Buffer.from(`${merchant.clientId}:${wrongSecret}`).toString('base64')}`, 'content-type': 'application/x-www-form-urlencoded' },
+      headers: {
+        authorization: `Basic ${Buffer.from(`${merchant.clientId}:${wrongSecret}`).toString('base64')}`,
+        'content-type': 'application/x-www-form-urlencoded',
+      },
       body: 'grant_type=client_credentials',
     });
     assert.equal(refused.status, 401);

@@ -27,17 +27,31 @@ describe('bad input gets a precise 4xx, never a 5xx, and writes nothing', () => 
 
   it('refuses unpaired surrogates and NUL in every kind of stored string, naming the field', async () => {
     assert.deepEqual(fieldsOf(await raw('POST', '/api/v1/api-keys', '{"name":"x\\ud800","scopes":["products:read"]}')), ['name:invalid_string']);
-    assert.deepEqual(fieldsOf(await raw('POST', '/api/v1/products', '{"sku":"S-1","title":"\\ud800","price":"1.00","currency":"EUR"}')), ['title:invalid_string']);
-    assert.deepEqual(fieldsOf(await raw('POST', '/api/v1/products', '{"sku":"S-1","title":"a\\u0000b","price":"1.00","currency":"EUR"}')), ['title:invalid_string']);
-    assert.deepEqual(fieldsOf(await raw('POST', '/api/v1/sources', '{"name":"Shop","kind":"custom","settings":{"url":"x\\u0000"}}')), ['settings.url:invalid_string']);
-    assert.deepEqual(fieldsOf(await raw('POST', '/api/v1/rules', '{"name":"R","condition":"data.x == \\"\\u0000\\"","action":"forward"}')), ['condition:invalid_string']);
+    assert.deepEqual(fieldsOf(await raw('POST', '/api/v1/products', '{"sku":"S-1","title":"\\ud800","price":"1.00","currency":"EUR"}')), [
+      'title:invalid_string',
+    ]);
+    assert.deepEqual(fieldsOf(await raw('POST', '/api/v1/products', '{"sku":"S-1","title":"a\\u0000b","price":"1.00","currency":"EUR"}')), [
+      'title:invalid_string',
+    ]);
+    assert.deepEqual(fieldsOf(await raw('POST', '/api/v1/sources', '{"name":"Shop","kind":"custom","settings":{"url":"x\\u0000"}}')), [
+      'settings.url:invalid_string',
+    ]);
+    assert.deepEqual(fieldsOf(await raw('POST', '/api/v1/rules', '{"name":"R","condition":"data.x == \\"\\u0000\\"","action":"forward"}')), [
+      'condition:invalid_string',
+    ]);
     const source = await call(stack, 'POST', '/api/v1/sources', { token: merchant.token, body: { name: 'Shop', kind: 'storefront' } });
     assert.deepEqual(
-      fieldsOf(await raw('POST', `/api/v1/sources/${source.body.id}/records`, '{"records":[{"type":"order","external_id":"O-1","occurred_at":"2026-11-22T10:00:00Z","data":{"note":"\\udfff"}}]}')),
+      fieldsOf(
+        await raw(
+          'POST',
+          `/api/v1/sources/${source.body.id}/records`,
+          '{"records":[{"type":"order","external_id":"O-1","occurred_at":"2026-11-22T10:00:00Z","data":{"note":"\\udfff"}}]}',
+        ),
+      ),
       ['records[0].data.note:invalid_string'],
     );
     const keys = await call(stack, 'GET', '/api/v1/api-keys', { token: merchant.token });
-    assert.equal(keys.body.data.length, 1, 'only the merchant\'s first key: nothing was created');
+    assert.equal(keys.body.data.length, 1, "only the merchant's first key: nothing was created");
     const products = await call(stack, 'GET', '/api/v1/products', { token: merchant.token });
     assert.equal(products.body.data.length, 0);
   });
@@ -86,7 +100,13 @@ describe('bad input gets a precise 4xx, never a 5xx, and writes nothing', () => 
     const origin = new URL(stack.baseUrl);
     const answer = await new Promise<{ status: number; text: string }>((resolve, reject) => {
       const sent = request(
-        { host: '127.0.0.1', port: origin.port, method: 'POST', path: '/api/v1/products', headers: { host: origin.host, authorization: `Bearer ${merchant.token}`, 'content-type': 'application/json', 'transfer-encoding': 'chunked' } },
+        {
+          host: '127.0.0.1',
+          port: origin.port,
+          method: 'POST',
+          path: '/api/v1/products',
+          headers: { host: origin.host, authorization: `Bearer ${merchant.token}`, 'content-type': 'application/json', 'transfer-encoding': 'chunked' },
+        },
         (response) => {
           let text = '';
           response.setEncoding('utf8').on('data', (chunk: string) => (text += chunk));

@@ -1,6 +1,16 @@
 import assert from 'node:assert/strict';
 import { newId, type MerxEvent } from '@merx/kit';
-import { adminReadiness, call, createMerchant, eventually, poisonedOnPurpose, sharedStack, type ApiResponse, type Stack, type TestMerchant } from '../src/harness/index.js';
+import {
+  adminReadiness,
+  call,
+  createMerchant,
+  eventually,
+  poisonedOnPurpose,
+  sharedStack,
+  type ApiResponse,
+  type Stack,
+  type TestMerchant,
+} from '../src/harness/index.js';
 import { auditEntriesOf } from './audit.test.js';
 
 /** Strings PostgreSQL refuses: jsonb an unpaired surrogate, text and jsonb a NUL. */
@@ -16,7 +26,7 @@ function variantOf(event: MerxEvent, change: (object: Record<string, unknown>) =
   return { ...copy, id: newId('evt'), created_at: new Date().toISOString(), ...overrides };
 }
 
-describe('the bus never loses an event to a consumer\'s storage, and sets failures aside visibly', () => {
+describe("the bus never loses an event to a consumer's storage, and sets failures aside visibly", () => {
   let stack: Stack;
   let merchant: TestMerchant;
   const operator = () => ({ token: stack.operatorToken });
@@ -31,7 +41,10 @@ describe('the bus never loses an event to a consumer\'s storage, and sets failur
 
   it('stores events carrying unpaired surrogates and NUL in every consumer, and the audit chain still verifies', async function () {
     this.timeout(60_000);
-    const created = await call(stack, 'POST', '/api/v1/products', { token: merchant.token, body: { sku: 'ODD-1', title: 'Plain', price: '2.00', currency: 'USD' } });
+    const created = await call(stack, 'POST', '/api/v1/products', {
+      token: merchant.token,
+      body: { sku: 'ODD-1', title: 'Plain', price: '2.00', currency: 'USD' },
+    });
     assert.equal(created.status, 201, created.text);
     const real = await stack.events.waitFor((e) => e.topic === 'products.created' && e.data.object.id === created.body.id);
     const productId = newId('prod');
@@ -43,14 +56,11 @@ describe('the bus never loses an event to a consumer\'s storage, and sets failur
     });
     const provisioned = await stack.events.waitFor((e) => e.topic === 'merchants.created' && e.merchant_id === merchant.merchantId);
     const profile = provisioned.data.object as { name: string; version: number; profile_version: number };
-    const renamed = variantOf(
-      { ...provisioned, topic: 'merchants.updated' },
-      (object) => {
-        object.name = `Shop ${LONE_LOW}${NUL}`;
-        object.version = profile.version + 1;
-        object.profile_version = profile.profile_version + 1;
-      },
-    );
+    const renamed = variantOf({ ...provisioned, topic: 'merchants.updated' }, (object) => {
+      object.name = `Shop ${LONE_LOW}${NUL}`;
+      object.version = profile.version + 1;
+      object.profile_version = profile.profile_version + 1;
+    });
     renamed.data.previous = { name: profile.name };
     await stack.publish([odd, renamed]);
 
@@ -60,12 +70,22 @@ describe('the bus never loses an event to a consumer\'s storage, and sets failur
     assert.equal(entry.changes.after.title, `Odd ${REPLACEMENT} title`);
     assert.equal(entry.changes.after.description, `nul${REPLACEMENT}inside ${REPLACEMENT}`);
     assert.deepEqual(entry.changes.after.attributes, { [`colour${REPLACEMENT}`]: `red${REPLACEMENT}` });
-    await auditEntriesOf(stack, merchant.token, `&action=merchants.updated&resource_id=${merchant.merchantId}`, (found) => found.some((e) => e.event_id === renamed.id), 20_000);
+    await auditEntriesOf(
+      stack,
+      merchant.token,
+      `&action=merchants.updated&resource_id=${merchant.merchantId}`,
+      (found) => found.some((e) => e.event_id === renamed.id),
+      20_000,
+    );
     const verify = await call(stack, 'GET', '/api/v1/audit/verify', { token: merchant.token });
     assert.equal(verify.body.valid, true, JSON.stringify(verify.body));
 
     // webhooks: the event is kept for the events API and for subscribers.
-    const listed: ApiResponse = await eventually(() => call(stack, 'GET', `/api/v1/events/${odd.id}`, { token: merchant.token }), (response) => response.status === 200, 'the event in the events API');
+    const listed: ApiResponse = await eventually(
+      () => call(stack, 'GET', `/api/v1/events/${odd.id}`, { token: merchant.token }),
+      (response) => response.status === 200,
+      'the event in the events API',
+    );
     assert.equal(listed.body.data.object.title, `Odd ${REPLACEMENT} title`);
 
     // oauth: its copy of the merchant's profile took the new name.
@@ -79,13 +99,19 @@ describe('the bus never loses an event to a consumer\'s storage, and sets failur
     // Nothing of it was set aside on the way.
     const poison = await call(stack, 'GET', '/admin/v1/bus/poison', operator());
     assert.equal(poison.status, 200, poison.text);
-    assert.deepEqual(poison.body.data.filter((message: { event_id: string }) => [odd.id, renamed.id].includes(message.event_id)), []);
+    assert.deepEqual(
+      poison.body.data.filter((message: { event_id: string }) => [odd.id, renamed.id].includes(message.event_id)),
+      [],
+    );
   });
 
   it('retries a failing event alone, while the rest of its batch commits, then poisons it where operators see, count and replay it', async function () {
     this.timeout(90_000);
     // PostgreSQL has no year 0: audit and fan-out fail on this event's time every time, though it matches its schema.
-    const created = await call(stack, 'POST', '/api/v1/products', { token: merchant.token, body: { sku: 'POISON-1', title: 'Plain', price: '2.00', currency: 'USD' } });
+    const created = await call(stack, 'POST', '/api/v1/products', {
+      token: merchant.token,
+      body: { sku: 'POISON-1', title: 'Plain', price: '2.00', currency: 'USD' },
+    });
     const real = await stack.events.waitFor((e) => e.topic === 'products.created' && e.data.object.id === created.body.id);
     const batch = [0, 1, 2].map((n) => variantOf(real, (object) => (object.id = newId('prod')), n === 1 ? { created_at: '0000-01-01T00:00:00.000Z' } : {}));
     const [good, bad, alsoGood] = batch as [MerxEvent, MerxEvent, MerxEvent];
@@ -94,7 +120,11 @@ describe('the bus never loses an event to a consumer\'s storage, and sets failur
 
     for (const fine of [good, alsoGood]) {
       await auditEntriesOf(stack, merchant.token, `&resource_id=${fine.data.object.id}`, (found) => found.length === 1, 20_000);
-      const listed = await eventually(() => call(stack, 'GET', `/api/v1/events/${fine.id}`, { token: merchant.token }), (response) => response.status === 200, 'a good event of the batch');
+      const listed = await eventually(
+        () => call(stack, 'GET', `/api/v1/events/${fine.id}`, { token: merchant.token }),
+        (response) => response.status === 200,
+        'a good event of the batch',
+      );
       assert.equal(listed.status, 200);
     }
     const poisonedIn = async (queue: string) => {
@@ -103,7 +133,11 @@ describe('the bus never loses an event to a consumer\'s storage, and sets failur
       return listed.body as { queues: Array<{ queue: string; count: number }>; data: Array<Record<string, any>> };
     };
     for (const queue of ['audit.events', 'webhooks.events']) {
-      const listed = await eventually(() => poisonedIn(queue), (body) => body.data.some((message) => message.event_id === bad.id), `the bad event in ${queue}.poison`);
+      const listed = await eventually(
+        () => poisonedIn(queue),
+        (body) => body.data.some((message) => message.event_id === bad.id),
+        `the bad event in ${queue}.poison`,
+      );
       const message = listed.data.find((candidate) => candidate.event_id === bad.id)!;
       assert.equal(message.queue, queue);
       assert.equal(message.topic, 'products.created');
@@ -147,7 +181,10 @@ describe('the bus never loses an event to a consumer\'s storage, and sets failur
     const nothing = await call(stack, 'POST', '/admin/v1/bus/poison/replay', { ...operator(), body: { queue: 'catalog.events', event_ids: [newId('evt')] } });
     assert.deepEqual(nothing.body, { object: 'bus_poison_replay', queue: 'catalog.events', replayed: 0 });
     const all = await call(stack, 'GET', '/admin/v1/bus/poison', operator());
-    assert.deepEqual(all.body.queues.map((queue: { queue: string }) => queue.queue), ['audit.events', 'catalog.events', 'merchants.events', 'oauth.merchants', 'webhooks.events', 'gateway.throttle_overrides']);
+    assert.deepEqual(
+      all.body.queues.map((queue: { queue: string }) => queue.queue),
+      ['audit.events', 'catalog.events', 'merchants.events', 'oauth.merchants', 'webhooks.events', 'gateway.throttle_overrides'],
+    );
     const asMerchant = await call(stack, 'GET', '/admin/v1/bus/poison', { token: merchant.token });
     assert.equal(asMerchant.status, 401);
   });

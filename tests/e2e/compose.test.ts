@@ -122,7 +122,9 @@ describe('production packaging (docker-compose.yml, deploy/)', function () {
         assert.notEqual(adminPort, environmentOf(service).PORT, `${name}: the admin port must not be the public one`);
         const exposed = asOptionalArray(service.expose).map(String);
         assert.ok(exposed.includes(String(adminPort)), `${name}: expose ${String(adminPort)}`);
-        const published = asOptionalArray(service.ports).map((port) => String(typeof port === 'string' ? port.split(':').at(-1) : asRecord(port, `${name} port`).target));
+        const published = asOptionalArray(service.ports).map((port) =>
+          String(typeof port === 'string' ? port.split(':').at(-1) : asRecord(port, `${name} port`).target),
+        );
         assert.ok(!published.includes(String(adminPort)), `${name} publishes its admin port`);
       }
     });
@@ -273,7 +275,10 @@ describe('production packaging (docker-compose.yml, deploy/)', function () {
             const { name: portName, containerPort } = asRecord(port, `${name} port`);
             return [portName, containerPort];
           });
-          for (const [probe, expectedPath] of [['readinessProbe', '/readyz'], ['livenessProbe', '/healthz']] as const) {
+          for (const [probe, expectedPath] of [
+            ['readinessProbe', '/readyz'],
+            ['livenessProbe', '/healthz'],
+          ] as const) {
             const httpGet = asRecord(asRecord(container[probe], `${name} ${probe}`).httpGet, `${name} ${probe}.httpGet`);
             assert.equal(httpGet.path, expectedPath, `${name}: ${probe} path`);
             assert.ok(declared.includes(httpGet.port), `${name}: ${probe} port ${String(httpGet.port)} is not a container port`);
@@ -292,10 +297,21 @@ describe('production packaging (docker-compose.yml, deploy/)', function () {
         const adminPort = Number(env.find((entry) => entry.name === 'ADMIN_PORT')?.value);
         assert.ok(Number.isInteger(adminPort) && adminPort > 0, `${name}: ADMIN_PORT`);
         const declared = asArray(container!.ports, `${name} ports`).map((port) => asRecord(port, `${name} port`));
-        assert.ok(declared.some((port) => port.name === 'admin' && port.containerPort === adminPort), `${name}: container port "admin" ${adminPort}`);
-        const annotations = asRecord(asRecord(asRecord(asRecord(deployment.spec, 'spec').template, 'template').metadata, 'template metadata').annotations, `${name} pod annotations`);
-        assert.deepEqual([annotations['prometheus.io/scrape'], annotations['prometheus.io/port'], annotations['prometheus.io/path']], ['true', String(adminPort), '/metrics'], `${name}: scrape annotations`);
-        for (const probe of ['readinessProbe', 'livenessProbe']) assert.notEqual(asRecord(asRecord(container![probe], probe).httpGet, 'httpGet').port, 'admin', `${name}: ${probe} on the public port`);
+        assert.ok(
+          declared.some((port) => port.name === 'admin' && port.containerPort === adminPort),
+          `${name}: container port "admin" ${adminPort}`,
+        );
+        const annotations = asRecord(
+          asRecord(asRecord(asRecord(deployment.spec, 'spec').template, 'template').metadata, 'template metadata').annotations,
+          `${name} pod annotations`,
+        );
+        assert.deepEqual(
+          [annotations['prometheus.io/scrape'], annotations['prometheus.io/port'], annotations['prometheus.io/path']],
+          ['true', String(adminPort), '/metrics'],
+          `${name}: scrape annotations`,
+        );
+        for (const probe of ['readinessProbe', 'livenessProbe'])
+          assert.notEqual(asRecord(asRecord(container![probe], probe).httpGet, 'httpGet').port, 'admin', `${name}: ${probe} on the public port`);
       }
       for (const service of ofKind('Service')) {
         for (const port of asOptionalArray(asRecord(service.spec, 'spec').ports).map((entry) => asRecord(entry, 'service port'))) {
@@ -311,14 +327,20 @@ describe('production packaging (docker-compose.yml, deploy/)', function () {
         const [container] = containersOf(deployment);
         const invocation = [...asOptionalArray(container?.command), ...asOptionalArray(container?.args)].join(' ');
         assert.ok(invocation.includes(`services/${name}/dist/src/main.js`), `${name}: the container must run services/${name}/dist/src/main.js`);
-        assert.ok(ofKind('Service').some((object) => named(object) === name), `deploy/k8s has no Service "${name}"`);
+        assert.ok(
+          ofKind('Service').some((object) => named(object) === name),
+          `deploy/k8s has no Service "${name}"`,
+        );
       }
       for (const name of ['gateway', 'catalog']) {
         const hpa = ofKind('HorizontalPodAutoscaler').find((object) => named(object) === name);
         assert.ok(hpa, `no HorizontalPodAutoscaler for ${name}`);
         assert.equal(asRecord(asRecord(hpa.spec, 'hpa spec').scaleTargetRef, 'scaleTargetRef').name, name);
       }
-      assert.ok(ofKind('PodDisruptionBudget').some((object) => named(object) === 'gateway'), 'no PodDisruptionBudget for the gateway');
+      assert.ok(
+        ofKind('PodDisruptionBudget').some((object) => named(object) === 'gateway'),
+        'no PodDisruptionBudget for the gateway',
+      );
     });
 
     it('carries no secret value', () => {

@@ -1,7 +1,18 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { WebhookReceiver } from '@merx/webhooks/testing';
-import { call, ConsoleBrowser, createMerchant, eventually, issueToken, screenshotDir, sharedStack, stackMode, type Stack, type TestMerchant } from '../src/harness/index.js';
+import {
+  call,
+  ConsoleBrowser,
+  createMerchant,
+  eventually,
+  issueToken,
+  screenshotDir,
+  sharedStack,
+  stackMode,
+  type Stack,
+  type TestMerchant,
+} from '../src/harness/index.js';
 
 /**
  * The merchant console in a real browser (Debian's Chromium through playwright-core) against a
@@ -90,14 +101,21 @@ describe(`the merchant console in Chromium (${stackMode()} mode)`, function () {
     const shown = await browser.page.inputValue('#api-key-secret');
     assert.match(shown, /^mx_test_[A-Za-z0-9]+_[A-Za-z0-9]+$/);
     await browser.page.getByRole('button', { name: 'Copy' }).click();
-    await eventually(() => browser.text('.copy-status'), (text) => text.includes('Copied'), 'the copy confirmation');
+    await eventually(
+      () => browser.text('.copy-status'),
+      (text) => text.includes('Copied'),
+      'the copy confirmation',
+    );
     const copied = await browser.page.evaluate<string>('navigator.clipboard.readText()');
     assert.equal(copied, shown, 'the clipboard holds the secret');
     await browser.screenshot('api-key-created');
 
     // Outside the browser: the copied key gets a token and creates a product.
     const token = await issueToken(stack, copied);
-    const product = await call(stack, 'POST', '/api/v1/products', { token, body: { sku: `CONSOLE-${randomBytes(3).toString('hex')}`, title: 'Made with a console key', price: '9.99', currency: 'USD' } });
+    const product = await call(stack, 'POST', '/api/v1/products', {
+      token,
+      body: { sku: `CONSOLE-${randomBytes(3).toString('hex')}`, title: 'Made with a console key', price: '9.99', currency: 'USD' },
+    });
     assert.equal(product.status, 201, product.text);
     const refused = await call(stack, 'GET', '/api/v1/audit', { token });
     assert.equal(refused.status, 403, 'the key holds only the scopes chosen');
@@ -122,7 +140,11 @@ describe(`the merchant console in Chromium (${stackMode()} mode)`, function () {
     assert.match(await browser.text(), /cannot be undone/);
     await browser.page.getByRole('button', { name: 'Revoke key' }).click();
     assert.match(await browser.text('.notice'), /revoked/);
-    await eventually(async () => (await fetch(`${stack.baseUrl}/api/v1/products`, { headers: { authorization: `Bearer ${token}` } })).status, (status) => status === 401, 'the revoked key\'s token refused');
+    await eventually(
+      async () => (await fetch(`${stack.baseUrl}/api/v1/products`, { headers: { authorization: `Bearer ${token}` } })).status,
+      (status) => status === 401,
+      "the revoked key's token refused",
+    );
   });
 
   it('paginates long lists', async () => {
@@ -155,14 +177,22 @@ describe(`the merchant console in Chromium (${stackMode()} mode)`, function () {
     assert.match(subscriptionId, /^wh_/);
 
     const sku = `DEAD-${randomBytes(3).toString('hex')}`;
-    const product = await call(stack, 'POST', '/api/v1/products', { token: merchant.token, body: { sku, title: 'Never delivered', price: '1.00', currency: 'EUR' } });
+    const product = await call(stack, 'POST', '/api/v1/products', {
+      token: merchant.token,
+      body: { sku, title: 'Never delivered', price: '1.00', currency: 'EUR' },
+    });
     assert.equal(product.status, 201);
 
     // Retries run on the e2e schedule (seconds); the dead letter shows on the page once they are spent.
-    await eventually(async () => {
-      await browser.goto(`/console/webhooks/dead-letters?subscription_id=${subscriptionId}`);
-      return browser.page.locator('tbody tr').count();
-    }, (rows) => rows === 1, 'the dead letter on the dead letters page', 40_000);
+    await eventually(
+      async () => {
+        await browser.goto(`/console/webhooks/dead-letters?subscription_id=${subscriptionId}`);
+        return browser.page.locator('tbody tr').count();
+      },
+      (rows) => rows === 1,
+      'the dead letter on the dead letters page',
+      40_000,
+    );
     await browser.page.locator('tbody tr a').first().click();
     assert.match(await browser.text('dl.facts'), /Last response code\s*500/);
     assert.match(await browser.text('pre.json'), new RegExp(sku), 'the payload names the product');
@@ -184,12 +214,21 @@ describe(`the merchant console in Chromium (${stackMode()} mode)`, function () {
     assert.match(await browser.text('.notice'), /enabled/);
     await browser.page.getByRole('button', { name: 'Replay' }).click();
     await browser.page.waitForURL(/\/console\/webhooks\/deliveries\/del_/);
-    await eventually(async () => {
-      await browser.page.reload();
-      return browser.text('dl.facts');
-    }, (text) => /Status\s*succeeded/.test(text), 'the replayed delivery succeeding', 30_000);
+    await eventually(
+      async () => {
+        await browser.page.reload();
+        return browser.text('dl.facts');
+      },
+      (text) => /Status\s*succeeded/.test(text),
+      'the replayed delivery succeeding',
+      30_000,
+    );
     await browser.screenshot('delivery-replayed');
-    await endpoint.waitUntil((received) => received.filter((request) => request.json?.data?.object?.sku === sku && request.headers['webhook-id']).length >= 3, 15_000, 'the attempts and the replay');
+    await endpoint.waitUntil(
+      (received) => received.filter((request) => request.json?.data?.object?.sku === sku && request.headers['webhook-id']).length >= 3,
+      15_000,
+      'the attempts and the replay',
+    );
 
     // The subscription page: 24-hour stats drawn as a chart, recent deliveries.
     await browser.goto(`/console/webhooks/${subscriptionId}`);
@@ -200,12 +239,20 @@ describe(`the merchant console in Chromium (${stackMode()} mode)`, function () {
 
     // Replay by filter: another failure, then "Replay all matching" for this subscription.
     endpoint.answerWith(() => ({ status: 503, body: 'down again' }));
-    const second = await call(stack, 'POST', '/api/v1/products', { token: merchant.token, body: { sku: `${sku}-2`, title: 'Second', price: '2.00', currency: 'EUR' } });
+    const second = await call(stack, 'POST', '/api/v1/products', {
+      token: merchant.token,
+      body: { sku: `${sku}-2`, title: 'Second', price: '2.00', currency: 'EUR' },
+    });
     assert.equal(second.status, 201);
-    await eventually(async () => {
-      await browser.goto(`/console/webhooks/dead-letters?subscription_id=${subscriptionId}`);
-      return browser.page.locator('tbody tr').count();
-    }, (rows) => rows === 1, 'the second dead letter', 40_000);
+    await eventually(
+      async () => {
+        await browser.goto(`/console/webhooks/dead-letters?subscription_id=${subscriptionId}`);
+        return browser.page.locator('tbody tr').count();
+      },
+      (rows) => rows === 1,
+      'the second dead letter',
+      40_000,
+    );
     endpoint.answerWith(() => ({ status: 200 }));
     // Bulk replay skips disabled endpoints: switched on again from its page first.
     await browser.goto(`/console/webhooks/${subscriptionId}`);
@@ -222,10 +269,14 @@ describe(`the merchant console in Chromium (${stackMode()} mode)`, function () {
   it('verifies the audit chain with a button and shows the result', async () => {
     const merchant = await merchantWithOwner();
     const browser = await signedInBrowser(merchant, '/console/audit');
-    await eventually(async () => {
-      await browser.page.reload();
-      return browser.page.locator('tbody tr').count();
-    }, (rows) => rows >= 2, 'audit entries on the page');
+    await eventually(
+      async () => {
+        await browser.page.reload();
+        return browser.page.locator('tbody tr').count();
+      },
+      (rows) => rows >= 2,
+      'audit entries on the page',
+    );
     await browser.page.getByRole('button', { name: 'Verify chain' }).click();
     assert.match(await browser.text('#verify-result'), /The audit chain verifies/);
     assert.match(await browser.text('#verify-result'), /entries checked/);
@@ -239,7 +290,7 @@ describe(`the merchant console in Chromium (${stackMode()} mode)`, function () {
     assert.ok(actions.length > 0 && actions.every((action) => action === 'auth.token_issued'), actions.join(','));
   });
 
-  it('refuses a form posted without the CSRF token or from another origin, and shows another merchant\'s ids as not found', async () => {
+  it("refuses a form posted without the CSRF token or from another origin, and shows another merchant's ids as not found", async () => {
     const merchant = await merchantWithOwner();
     const other = await merchantWithOwner();
     const browser = await signedInBrowser(merchant, '/console/api-keys/new');
@@ -247,7 +298,11 @@ describe(`the merchant console in Chromium (${stackMode()} mode)`, function () {
     const keysBefore = (await call(stack, 'GET', '/api/v1/api-keys', { token: merchant.token })).body.data.length;
 
     const post = (body: string, headers: Record<string, string> = {}) =>
-      browser.context.request.post(`${stack.baseUrl}/console/api-keys`, { headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers }, data: body, maxRedirects: 0 });
+      browser.context.request.post(`${stack.baseUrl}/console/api-keys`, {
+        headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
+        data: body,
+        maxRedirects: 0,
+      });
     const withoutToken = await post('name=Forged&scopes=products%3Aread');
     assert.equal(withoutToken.status(), 403);
     assert.match(await withoutToken.text(), /could not be accepted/);
@@ -259,10 +314,17 @@ describe(`the merchant console in Chromium (${stackMode()} mode)`, function () {
     assert.equal(keysAfter, keysBefore, 'no key was made');
 
     // The other merchant's subscription and key: not found, exactly as if they did not exist.
-    const theirs = await call(stack, 'POST', '/api/v1/webhooks/subscriptions', { token: other.token, body: { url: 'http://127.0.0.1:9/hooks', topics: ['*'] } });
+    const theirs = await call(stack, 'POST', '/api/v1/webhooks/subscriptions', {
+      token: other.token,
+      body: { url: 'http://127.0.0.1:9/hooks', topics: ['*'] },
+    });
     assert.equal(theirs.status, 201, theirs.text);
     const theirKey = (await call(stack, 'GET', '/api/v1/api-keys', { token: other.token })).body.data[0];
-    for (const path of [`/console/webhooks/${theirs.body.id}`, `/console/api-keys/${theirKey.id}/revoke`, `/console/webhooks/deliveries/del_01aaaaaaaaaaaaaaaaaaaaaaaa`]) {
+    for (const path of [
+      `/console/webhooks/${theirs.body.id}`,
+      `/console/api-keys/${theirKey.id}/revoke`,
+      `/console/webhooks/deliveries/del_01aaaaaaaaaaaaaaaaaaaaaaaa`,
+    ]) {
       const response = await browser.goto(path);
       assert.equal(response.status(), 404, path);
       assert.match(await browser.text('h1'), /Not found/);
@@ -270,7 +332,7 @@ describe(`the merchant console in Chromium (${stackMode()} mode)`, function () {
     const revoke = await browser.context.request.post(`${stack.baseUrl}/console/api-keys/${theirKey.id}/revoke`, { form: { _csrf: csrf }, maxRedirects: 0 });
     assert.equal(revoke.status(), 404);
     const stillActive = await call(stack, 'GET', `/api/v1/api-keys/${theirKey.id}`, { token: other.token });
-    assert.equal(stillActive.body.revoked_at, null, 'the other merchant\'s key is untouched');
+    assert.equal(stillActive.body.revoked_at, null, "the other merchant's key is untouched");
   });
 
   it('signs out: the session is destroyed and its cookie no longer opens any page', async () => {
@@ -279,7 +341,11 @@ describe(`the merchant console in Chromium (${stackMode()} mode)`, function () {
     const session = (await browser.context.cookies(`${stack.baseUrl}/console`)).find((cookie) => cookie.name === 'merx_console_session')!;
     await browser.page.getByRole('button', { name: 'Sign out' }).click();
     assert.match(await browser.text('h1'), /You are signed out/);
-    assert.equal((await browser.context.cookies(`${stack.baseUrl}/console`)).find((cookie) => cookie.name === 'merx_console_session'), undefined, 'the cookie is cleared');
+    assert.equal(
+      (await browser.context.cookies(`${stack.baseUrl}/console`)).find((cookie) => cookie.name === 'merx_console_session'),
+      undefined,
+      'the cookie is cleared',
+    );
     // The old session id, replayed by hand, opens nothing.
     const replayed = await fetch(`${stack.baseUrl}/console/profile`, { headers: { cookie: `merx_console_session=${session.value}` }, redirect: 'manual' });
     assert.equal(replayed.status, 303);
@@ -289,17 +355,25 @@ describe(`the merchant console in Chromium (${stackMode()} mode)`, function () {
     assert.match(browser.page.url(), /\/oauth\/interaction\//);
   });
 
-  it('checks a rule\'s CEL condition as it is typed, naming the position of the error', async () => {
+  it("checks a rule's CEL condition as it is typed, naming the position of the error", async () => {
     const merchant = await merchantWithOwner();
     const browser = await signedInBrowser(merchant, '/console/rules/new');
     await browser.page.getByLabel('Name').fill('Large EUR orders');
     const condition = browser.page.getByLabel('Condition (CEL)');
     await condition.fill('data.total >= && data.currency == "EUR"');
-    await eventually(() => browser.text('#condition-check'), (text) => /line 1, column \d+/.test(text), 'the condition error with its position');
+    await eventually(
+      () => browser.text('#condition-check'),
+      (text) => /line 1, column \d+/.test(text),
+      'the condition error with its position',
+    );
     assert.equal(await condition.getAttribute('aria-invalid'), 'true');
     await browser.screenshot('rule-condition');
     await condition.fill('data.total >= 100.0 && data.currency == "EUR"');
-    await eventually(() => browser.text('#condition-check'), (text) => text === 'The condition is valid.', 'the condition accepted');
+    await eventually(
+      () => browser.text('#condition-check'),
+      (text) => text === 'The condition is valid.',
+      'the condition accepted',
+    );
     await browser.page.getByRole('button', { name: 'Create rule' }).click();
     assert.match(await browser.text('.notice'), /Created/);
     const rules = await call(stack, 'GET', '/api/v1/rules', { token: merchant.token });
@@ -323,7 +397,10 @@ describe(`the merchant console in Chromium (${stackMode()} mode)`, function () {
     assert.equal(await liveBrowser.page.getByRole('button', { name: 'Reset sandbox data' }).count(), 0);
     // Even a hand-made POST is refused by the API, and said in plain words.
     const csrf = await liveBrowser.page.locator('input[name="_csrf"]').first().inputValue();
-    const forced = await liveBrowser.context.request.post(`${stack.baseUrl}/console/sandbox/reset`, { form: { _csrf: csrf, confirmation: 'reset sandbox' }, maxRedirects: 0 });
+    const forced = await liveBrowser.context.request.post(`${stack.baseUrl}/console/sandbox/reset`, {
+      form: { _csrf: csrf, confirmation: 'reset sandbox' },
+      maxRedirects: 0,
+    });
     assert.equal(forced.status(), 409);
     assert.match(await forced.text(), /sandbox/i);
   });
@@ -338,21 +415,54 @@ describe(`the merchant console in Chromium (${stackMode()} mode)`, function () {
     const destination = (await api('POST', '/api/v1/destinations', { name: 'ERP', url: 'http://127.0.0.1:9/erp' })).body;
     const rule = (await api('POST', '/api/v1/rules', { name: 'Everything', condition: 'true', action: 'forward' })).body;
     const connection = (await api('POST', '/api/v1/connections', { source_id: source.id, destination_id: destination.id, rule_ids: [rule.id] })).body;
-    const event = await eventually(() => api('GET', '/api/v1/events?topic=products'), (answer) => answer.body.data.length > 0, 'the product event');
-    const delivery = await eventually(() => api('GET', `/api/v1/webhooks/deliveries?subscription_id=${subscription.id}`), (answer) => answer.body.data.length > 0, 'a delivery');
+    const event = await eventually(
+      () => api('GET', '/api/v1/events?topic=products'),
+      (answer) => answer.body.data.length > 0,
+      'the product event',
+    );
+    const delivery = await eventually(
+      () => api('GET', `/api/v1/webhooks/deliveries?subscription_id=${subscription.id}`),
+      (answer) => answer.body.data.length > 0,
+      'a delivery',
+    );
     const keyId = (await api('GET', '/api/v1/api-keys')).body.data[0].id;
 
     const browser = await signedInBrowser(merchant);
     const pages = [
-      '/console', '/console/profile', '/console/api-keys', '/console/api-keys/new', `/console/api-keys/${keyId}/revoke`, '/console/apps',
-      '/console/webhooks', '/console/webhooks/new', `/console/webhooks/${subscription.id}`, `/console/webhooks/${subscription.id}/delete`,
-      '/console/webhooks/deliveries', `/console/webhooks/deliveries/${delivery.body.data[0].id}`, '/console/webhooks/dead-letters',
-      '/console/events', `/console/events/${event.body.data[0].id}`, '/console/audit', '/console/audit/verify',
-      '/console/sources', '/console/sources/new', `/console/sources/${source.id}`, `/console/sources/${source.id}/edit`,
-      '/console/destinations', '/console/destinations/new', `/console/destinations/${destination.id}`,
-      '/console/rules', '/console/rules/new', `/console/rules/${rule.id}`, `/console/rules/${rule.id}/edit`,
-      '/console/connections', '/console/connections/new', `/console/connections/${connection.id}`, `/console/connections/${connection.id}/delete`,
-      '/console/sandbox', '/console/no-such-page',
+      '/console',
+      '/console/profile',
+      '/console/api-keys',
+      '/console/api-keys/new',
+      `/console/api-keys/${keyId}/revoke`,
+      '/console/apps',
+      '/console/webhooks',
+      '/console/webhooks/new',
+      `/console/webhooks/${subscription.id}`,
+      `/console/webhooks/${subscription.id}/delete`,
+      '/console/webhooks/deliveries',
+      `/console/webhooks/deliveries/${delivery.body.data[0].id}`,
+      '/console/webhooks/dead-letters',
+      '/console/events',
+      `/console/events/${event.body.data[0].id}`,
+      '/console/audit',
+      '/console/audit/verify',
+      '/console/sources',
+      '/console/sources/new',
+      `/console/sources/${source.id}`,
+      `/console/sources/${source.id}/edit`,
+      '/console/destinations',
+      '/console/destinations/new',
+      `/console/destinations/${destination.id}`,
+      '/console/rules',
+      '/console/rules/new',
+      `/console/rules/${rule.id}`,
+      `/console/rules/${rule.id}/edit`,
+      '/console/connections',
+      '/console/connections/new',
+      `/console/connections/${connection.id}`,
+      `/console/connections/${connection.id}/delete`,
+      '/console/sandbox',
+      '/console/no-such-page',
     ];
     const problems: string[] = [];
     for (const path of pages) {

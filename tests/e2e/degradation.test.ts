@@ -1,5 +1,16 @@
 import assert from 'node:assert/strict';
-import { adminReadiness, call, createMerchant, eventually, sharedStack, stackMode, type AdminService, type ApiResponse, type Stack, type TestMerchant } from '../src/harness/index.js';
+import {
+  adminReadiness,
+  call,
+  createMerchant,
+  eventually,
+  sharedStack,
+  stackMode,
+  type AdminService,
+  type ApiResponse,
+  type Stack,
+  type TestMerchant,
+} from '../src/harness/index.js';
 
 /** What a load balancer sees: the public port's status alone. */
 const publicReadiness = async (url: string): Promise<{ status: number; body: unknown }> => {
@@ -65,18 +76,29 @@ if (stackMode() === 'distributed') {
       let created: ApiResponse;
       try {
         for (const service of ['oauth', 'catalog', 'audit', 'webhooks', 'merchants'] as AdminService[]) {
-          const ready = await eventually(() => adminReadiness(stack, service), (answer) => answer.body.checks[`${service}.bus`] === 'degraded', `${service} noticing the broker is gone`);
+          const ready = await eventually(
+            () => adminReadiness(stack, service),
+            (answer) => answer.body.checks[`${service}.bus`] === 'degraded',
+            `${service} noticing the broker is gone`,
+          );
           assert.equal(ready.status, 200, `${service}: ${JSON.stringify(ready.body)}`);
           assert.deepEqual(await publicReadiness(stack.processes[service]!.url), { status: 200, body: { status: 'ready' } });
         }
         assert.equal((await publicReadiness(stack.baseUrl)).status, 200);
-        created = await call(stack, 'POST', '/api/v1/products', { token: merchant.token, body: { sku: 'NO-BROKER', title: 'Written without a broker', price: '3.00', currency: 'EUR' } });
+        created = await call(stack, 'POST', '/api/v1/products', {
+          token: merchant.token,
+          body: { sku: 'NO-BROKER', title: 'Written without a broker', price: '3.00', currency: 'EUR' },
+        });
         assert.equal(created.status, 201, created.text);
         for (const path of Object.values(READS)) assert.equal((await read(path)).status, 200, path);
       } finally {
         for (const link of Object.values(stack.brokerLinks)) link.restore();
       }
-      await stack.events.waitFor((event) => event.topic === 'products.created' && event.data.object.id === created!.body.id, 30_000, 'the event written while the broker was gone');
+      await stack.events.waitFor(
+        (event) => event.topic === 'products.created' && event.data.object.id === created!.body.id,
+        30_000,
+        'the event written while the broker was gone',
+      );
       await eventually(
         () => read(`/api/v1/audit?resource_id=${created!.body.id}`),
         (answer) => answer.body.data?.length === 1,

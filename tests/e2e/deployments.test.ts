@@ -15,7 +15,10 @@ async function rowsOfMerchant(databaseUrl: string, merchantId: string): Promise<
     );
     const counts: Record<string, number> = {};
     for (const { table_schema: schema, table_name: table } of tables.rows) {
-      const found = await client.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${pg.escapeIdentifier(schema)}.${pg.escapeIdentifier(table)} WHERE merchant_id::text = $1`, [merchantId]);
+      const found = await client.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM ${pg.escapeIdentifier(schema)}.${pg.escapeIdentifier(table)} WHERE merchant_id::text = $1`,
+        [merchantId],
+      );
       if (found.rows[0]!.n > 0) counts[`${schema}.${table}`] = found.rows[0]!.n;
     }
     return counts;
@@ -57,13 +60,20 @@ if (stackMode() === 'distributed') {
       const source = await post('/api/v1/sources', { name: 'Shop', kind: 'storefront' });
       const destination = await post('/api/v1/destinations', { name: 'ERP', kind: 'webhook', url: receiver.url() });
       await post('/api/v1/connections', { source_id: source.id, destination_id: destination.id, event_types: ['orders.created'] });
-      await post(`/api/v1/sources/${source.id}/records`, { records: [{ type: 'order', external_id: 'O-1', occurred_at: '2026-11-22T10:00:00Z', data: { total: 10 } }] });
+      await post(`/api/v1/sources/${source.id}/records`, {
+        records: [{ type: 'order', external_id: 'O-1', occurred_at: '2026-11-22T10:00:00Z', data: { total: 10 } }],
+      });
       return { merchant, receiver };
     }
 
     /** The routed order reached the destination and its event is audited: the deployment's consumers caught up. */
     async function settled(stack: Stack, { merchant, receiver }: { merchant: TestMerchant; receiver: WebhookReceiver }): Promise<void> {
-      await eventually(async () => receiver.received.filter((request) => JSON.parse(request.body).topic === 'orders.created').length, (n) => n >= 2, 'the order at the subscription and the destination', 30_000);
+      await eventually(
+        async () => receiver.received.filter((request) => JSON.parse(request.body).topic === 'orders.created').length,
+        (n) => n >= 2,
+        'the order at the subscription and the destination',
+        30_000,
+      );
       await eventually(
         () => call(stack, 'GET', '/api/v1/audit?action=orders.created', { token: merchant.token }),
         (response) => response.body.data?.length === 1,
@@ -71,7 +81,7 @@ if (stackMode() === 'distributed') {
       );
     }
 
-    it('neither deployment consumes, stores, audits or delivers the other\'s events', async function () {
+    it("neither deployment consumes, stores, audits or delivers the other's events", async function () {
       this.timeout(120_000);
       const a = await busyMerchant(first);
       const b = await busyMerchant(second);
@@ -90,15 +100,24 @@ if (stackMode() === 'distributed') {
         );
       }
 
-      assert.deepEqual(second.events.forMerchant(a.merchant.merchantId), [], 'the second deployment\'s exchange never carried the first one\'s events');
+      assert.deepEqual(second.events.forMerchant(a.merchant.merchantId), [], "the second deployment's exchange never carried the first one's events");
       assert.deepEqual(first.events.forMerchant(b.merchant.merchantId), [], 'nor the other way round');
-      assert.deepEqual(await rowsOfMerchant(second.databaseUrl!, a.merchant.merchantId), {}, 'no row of the first deployment\'s merchant in the second one\'s database');
+      assert.deepEqual(
+        await rowsOfMerchant(second.databaseUrl!, a.merchant.merchantId),
+        {},
+        "no row of the first deployment's merchant in the second one's database",
+      );
       assert.deepEqual(await rowsOfMerchant(first.databaseUrl!, b.merchant.merchantId), {}, 'nor the other way round');
       const own = await rowsOfMerchant(first.databaseUrl!, a.merchant.merchantId);
-      for (const table of ['catalog.products', 'audit.entries', 'webhooks.events', 'merchants.destinations']) assert.ok(own[table]! > 0, `the check looks where the data is: ${table} in ${JSON.stringify(own)}`);
+      for (const table of ['catalog.products', 'audit.entries', 'webhooks.events', 'merchants.destinations'])
+        assert.ok(own[table]! > 0, `the check looks where the data is: ${table} in ${JSON.stringify(own)}`);
       for (const { receiver, merchant } of [a, b]) {
         const merchants = new Set(receiver.received.map((request) => JSON.parse(request.body).merchant_id));
-        assert.deepEqual([...merchants], [merchant.merchantId], 'each receiver got its own merchant\'s deliveries only, each once per subscription or destination');
+        assert.deepEqual(
+          [...merchants],
+          [merchant.merchantId],
+          "each receiver got its own merchant's deliveries only, each once per subscription or destination",
+        );
       }
     });
   });

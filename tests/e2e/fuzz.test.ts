@@ -34,13 +34,57 @@ function random(seed: number): () => number {
   };
 }
 
-const resolve = <T>(value: T | Reference): T => ('$ref' in (value as object) ? (resolvePointer(openApiDocument, (value as Reference).$ref) as T) : (value as T));
+const resolve = <T>(value: T | Reference): T =>
+  '$ref' in (value as object) ? (resolvePointer(openApiDocument, (value as Reference).$ref) as T) : (value as T);
 
 /** JSON text with members written as an attacker would: raw escapes JSON.stringify never produces. */
 const RAW_STRINGS = ['"\\u0000"', '"\\ud800"', '"x\\udfffy"', '"\\ud83d"', `"${'x'.repeat(200_000)}"`, '""', '" "', '"\\u202e\\u0000"'];
-const HOSTILE_VALUES = ['null', 'true', '0', '-1', '1e400', '-1e400', '1.5', '123456789012345678901234567890', '[]', '{}', '[[[[[[[[[[]]]]]]]]]]', `[${'1,'.repeat(9_999)}1]`, '{"__proto__":{"polluted":true}}', ...RAW_STRINGS];
-const PATH_SEGMENTS = ['x', 'prod_01jd3k7q8m2x4v6b9c0d1e2f3g', '%2e%2e', '%00', '%ED%A0%80', '%F0%9F%92%A9', 'a'.repeat(5_000), "'%20OR%201%3D1--", '-1', '%25', '%5C', '..%2F..'];
-const QUERY_VALUES = ['', 'x'.repeat(10_000), '%00', '-1', '0', '99999999999999999999', '1e309', 'null', '%ED%A0%80', '0000-01-01T00:00:00Z', '2026-02-30T00:00:00Z', '%5B%5D', 'true', '%E2%80%AE'];
+const HOSTILE_VALUES = [
+  'null',
+  'true',
+  '0',
+  '-1',
+  '1e400',
+  '-1e400',
+  '1.5',
+  '123456789012345678901234567890',
+  '[]',
+  '{}',
+  '[[[[[[[[[[]]]]]]]]]]',
+  `[${'1,'.repeat(9_999)}1]`,
+  '{"__proto__":{"polluted":true}}',
+  ...RAW_STRINGS,
+];
+const PATH_SEGMENTS = [
+  'x',
+  'prod_01jd3k7q8m2x4v6b9c0d1e2f3g',
+  '%2e%2e',
+  '%00',
+  '%ED%A0%80',
+  '%F0%9F%92%A9',
+  'a'.repeat(5_000),
+  "'%20OR%201%3D1--",
+  '-1',
+  '%25',
+  '%5C',
+  '..%2F..',
+];
+const QUERY_VALUES = [
+  '',
+  'x'.repeat(10_000),
+  '%00',
+  '-1',
+  '0',
+  '99999999999999999999',
+  '1e309',
+  'null',
+  '%ED%A0%80',
+  '0000-01-01T00:00:00Z',
+  '2026-02-30T00:00:00Z',
+  '%5B%5D',
+  'true',
+  '%E2%80%AE',
+];
 
 function bodyTemplates(operation: OperationObject): Array<{ mediaType: string; value: Record<string, unknown> }> {
   const body = operation.requestBody ? resolve(operation.requestBody) : undefined;
@@ -69,7 +113,8 @@ function encodeBody(mediaType: string, json: string): Buffer {
       return json; // nested too deep to write again: send the hostile text itself
     }
   };
-  const fields: Array<[string, string]> = typeof parsed === 'object' && parsed !== null ? Object.entries(parsed).map(([key, value]) => [key, text(value)]) : [['raw', json]];
+  const fields: Array<[string, string]> =
+    typeof parsed === 'object' && parsed !== null ? Object.entries(parsed).map(([key, value]) => [key, text(value)]) : [['raw', json]];
   return Buffer.from(new URLSearchParams(fields).toString());
 }
 
@@ -99,7 +144,13 @@ function casesOf(path: string, method: string, operation: OperationObject, auth:
   cases.push(base('unknown query parameter', `${validPath}?zz_unknown=${'%00'}`));
 
   for (const { mediaType, value } of templates) {
-    const send = (what: string, json: string, extra: Record<string, string> = {}): Case => ({ method: upper, path: validPath, headers: { ...bodyHeaders(mediaType), ...extra }, body: encodeBody(mediaType, json), what });
+    const send = (what: string, json: string, extra: Record<string, string> = {}): Case => ({
+      method: upper,
+      path: validPath,
+      headers: { ...bodyHeaders(mediaType), ...extra },
+      body: encodeBody(mediaType, json),
+      what,
+    });
     const members = Object.keys(value);
     for (const member of members) {
       // Each member replaced by a few hostile values (all of them for small bodies), and left out.
@@ -114,13 +165,35 @@ function casesOf(path: string, method: string, operation: OperationObject, auth:
     }
     cases.push(send('unknown member', JSON.stringify({ ...value, zz_unknown: 1 })));
     cases.push(send('member name with NUL', `{"a\\u0000b":1,${JSON.stringify(value).slice(1)}`));
-    for (const whole of ['null', '[]', '"text"', '1', '{}', 'not json', '{"a":', `${'['.repeat(5_000)}${']'.repeat(5_000)}`, `{"x":${'{"x":'.repeat(300)}1${'}'.repeat(301)}`]) {
+    for (const whole of [
+      'null',
+      '[]',
+      '"text"',
+      '1',
+      '{}',
+      'not json',
+      '{"a":',
+      `${'['.repeat(5_000)}${']'.repeat(5_000)}`,
+      `{"x":${'{"x":'.repeat(300)}1${'}'.repeat(301)}`,
+    ]) {
       cases.push(send(`body ${whole.slice(0, 16)}`, whole));
     }
     cases.push(send('gzip that is not', JSON.stringify(value), { 'content-encoding': 'gzip' }));
-    cases.push({ method: upper, path: validPath, headers: { ...bodyHeaders(mediaType), 'content-encoding': 'gzip' }, body: gzipSync(Buffer.from('{"truncated":')), what: 'gzip of broken JSON' });
+    cases.push({
+      method: upper,
+      path: validPath,
+      headers: { ...bodyHeaders(mediaType), 'content-encoding': 'gzip' },
+      body: gzipSync(Buffer.from('{"truncated":')),
+      what: 'gzip of broken JSON',
+    });
     cases.push({ method: upper, path: validPath, headers: { ...auth, 'content-type': 'text/plain' }, body: Buffer.from('x'), what: 'text/plain body' });
-    cases.push({ method: upper, path: validPath, headers: { ...bodyHeaders(mediaType), 'content-type': `${mediaType}; charset=utf-16` }, body: Buffer.from('{}'), what: 'another charset' });
+    cases.push({
+      method: upper,
+      path: validPath,
+      headers: { ...bodyHeaders(mediaType), 'content-type': `${mediaType}; charset=utf-16` },
+      body: Buffer.from('{}'),
+      what: 'another charset',
+    });
   }
   return cases;
 }
@@ -156,8 +229,16 @@ describe('every operation of the OpenAPI document, fuzzed: bad input never gets 
     stack = await sharedStack();
     merchant = await createMerchant(stack);
     // Room for thousands of requests in a minute: the fuzzer must meet the code, not the throttle.
-    const roomy = { burst: { capacity: 1_000_000, refill_per_second: 1_000_000 }, sustained: { limit: 1_000_000_000, window_seconds: 60 }, writes: { capacity: 1_000_000, refill_per_second: 1_000_000 }, sensitive: { limit: 1_000_000, window_seconds: 60 } };
-    const set = await call(stack, 'PUT', `/admin/v1/merchants/${merchant.merchantId}/throttle`, { headers: { authorization: `Bearer ${stack.operatorToken}` }, body: roomy });
+    const roomy = {
+      burst: { capacity: 1_000_000, refill_per_second: 1_000_000 },
+      sustained: { limit: 1_000_000_000, window_seconds: 60 },
+      writes: { capacity: 1_000_000, refill_per_second: 1_000_000 },
+      sensitive: { limit: 1_000_000, window_seconds: 60 },
+    };
+    const set = await call(stack, 'PUT', `/admin/v1/merchants/${merchant.merchantId}/throttle`, {
+      headers: { authorization: `Bearer ${stack.operatorToken}` },
+      body: roomy,
+    });
     assert.equal(set.status, 200, set.text);
   });
 
@@ -173,18 +254,30 @@ describe('every operation of the OpenAPI document, fuzzed: bad input never gets 
         // Rotating the signing keys over and over proves nothing about input and slows every verifier.
         if (operation.operationId === 'signing_keys.admin.rotate') continue;
         const security = Object.keys(operation.security?.[0] ?? {})[0];
-        const auth: Record<string, string> = security === 'operator' ? { authorization: `Bearer ${stack.operatorToken}` } : security === 'oauth2' ? { authorization: `Bearer ${merchant.token}` } : {};
+        const auth: Record<string, string> =
+          security === 'operator'
+            ? { authorization: `Bearer ${stack.operatorToken}` }
+            : security === 'oauth2'
+              ? { authorization: `Bearer ${merchant.token}` }
+              : {};
         for (const fuzzCase of casesOf(path, method, operation, auth, pick)) {
           const answer = await send(stack, fuzzCase);
           sent += 1;
           statuses.set(answer.status, (statuses.get(answer.status) ?? 0) + 1);
-          if (answer.status >= 500) failures.push(`${operation.operationId} ${fuzzCase.what} (${fuzzCase.method} ${fuzzCase.path.slice(0, 120)}) → ${answer.status} ${answer.text.slice(0, 200)}`);
-          else if (answer.status >= 400 && !/^\s*\{/.test(answer.text) && !path.startsWith('/oauth')) failures.push(`${operation.operationId} ${fuzzCase.what} → ${answer.status} without a problem document: ${answer.text.slice(0, 120)}`);
+          if (answer.status >= 500)
+            failures.push(
+              `${operation.operationId} ${fuzzCase.what} (${fuzzCase.method} ${fuzzCase.path.slice(0, 120)}) → ${answer.status} ${answer.text.slice(0, 200)}`,
+            );
+          else if (answer.status >= 400 && !/^\s*\{/.test(answer.text) && !path.startsWith('/oauth'))
+            failures.push(`${operation.operationId} ${fuzzCase.what} → ${answer.status} without a problem document: ${answer.text.slice(0, 120)}`);
         }
       }
     }
     assert.ok(sent > 1_000, `only ${sent} inputs were generated`);
-    const histogram = [...statuses.entries()].sort(([a], [b]) => a - b).map(([status, count]) => `${status}×${count}`).join(' ');
+    const histogram = [...statuses.entries()]
+      .sort(([a], [b]) => a - b)
+      .map(([status, count]) => `${status}×${count}`)
+      .join(' ');
     // The inputs reached the code behind the edge: some were accepted, most refused field by field.
     for (const status of [200, 201, 400, 404, 422]) assert.ok(statuses.has(status), `no ${status} among ${histogram}`);
     assert.deepEqual(failures, [], `seed ${SEED}: ${failures.length} of ${sent} inputs got a 5xx or no problem document (${histogram})`);

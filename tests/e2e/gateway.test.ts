@@ -36,11 +36,17 @@ describe('gateway edge behaviour', () => {
   it('survives clients that hang up mid-request', async function () {
     this.timeout(30_000);
     const merchant = await createMerchant(stack);
-    const created = await call(stack, 'POST', '/api/v1/products', { token: merchant.token, body: { sku: 'HANGUP-1', title: 'Hang up', price: '1.00', currency: 'USD' } });
+    const created = await call(stack, 'POST', '/api/v1/products', {
+      token: merchant.token,
+      body: { sku: 'HANGUP-1', title: 'Hang up', price: '1.00', currency: 'USD' },
+    });
     // Abort at staggered moments so some requests die before the upstream answers, some while it does.
     const attempts = Array.from({ length: 60 }, async (_, i) => {
       const controller = new AbortController();
-      const request = fetch(`${stack.baseUrl}/api/v1/products/${created.body.id}`, { headers: { authorization: `Bearer ${merchant.token}` }, signal: controller.signal });
+      const request = fetch(`${stack.baseUrl}/api/v1/products/${created.body.id}`, {
+        headers: { authorization: `Bearer ${merchant.token}` },
+        signal: controller.signal,
+      });
       for (let tick = 0; tick < i % 6; tick++) await new Promise((resolve) => setImmediate(resolve));
       controller.abort();
       await request.then((response) => response.arrayBuffer()).catch(() => undefined);
@@ -62,14 +68,18 @@ describe('gateway edge behaviour', () => {
     assert.equal(metrics.body.code, 'not_found');
   });
 
-  it('serves metrics and every service\'s detailed readiness on the admin port', async () => {
+  it("serves metrics and every service's detailed readiness on the admin port", async () => {
     const health = await fetch(`${stack.adminUrl('gateway')}/healthz`);
     assert.deepEqual([health.status, await health.json()], [200, { status: 'ok' }]);
     const gateway = await adminReadiness(stack, 'gateway');
     assert.equal(gateway.status, 200, JSON.stringify(gateway.body));
-    for (const upstream of ['oauth', 'catalog', 'audit', 'webhooks', 'merchants', 'console']) assert.equal(gateway.body.checks[`gateway.${upstream}`], 'ok', upstream);
+    for (const upstream of ['oauth', 'catalog', 'audit', 'webhooks', 'merchants', 'console'])
+      assert.equal(gateway.body.checks[`gateway.${upstream}`], 'ok', upstream);
     // Other tests may leave poisoned messages behind (a degraded service); no upstream is degraded.
-    assert.deepEqual(gateway.body.degraded.filter((name) => name.startsWith('gateway.')), []);
+    assert.deepEqual(
+      gateway.body.degraded.filter((name) => name.startsWith('gateway.')),
+      [],
+    );
     for (const service of ['oauth', 'catalog', 'audit', 'webhooks', 'merchants', 'console'] as const) {
       const ready = await adminReadiness(stack, service);
       assert.equal(ready.status, 200, `${service}: ${JSON.stringify(ready.body)}`);
@@ -83,7 +93,7 @@ describe('gateway edge behaviour', () => {
   });
 
   // A service's own port is reachable from the whole service network: status only there as well (both modes).
-  it('keeps metrics and readiness details off every service\'s own port', async () => {
+  it("keeps metrics and readiness details off every service's own port", async () => {
     for (const service of ['oauth', 'catalog', 'webhooks', 'merchants'] as const) {
       const origin = stack.directUrl(service);
       const ready = await fetch(`${origin}/readyz`);

@@ -40,7 +40,8 @@ import {
 } from '../src/harness/index.js';
 
 type ProductInit = MessageInitShape<typeof ProductInputSchema>;
-const productInput = (sku: string, extra: ProductInit = {}) => create(ProductInputSchema, { sku, title: `Product ${sku}`, price: '10.00', currency: 'EUR', ...extra });
+const productInput = (sku: string, extra: ProductInit = {}) =>
+  create(ProductInputSchema, { sku, title: `Product ${sku}`, price: '10.00', currency: 'EUR', ...extra });
 const upsertRequest = (sku: string, extra: ProductInit = {}) => create(UpsertProductsRequestSchema, { product: productInput(sku, extra) });
 
 describe('gRPC sub-APIs through the public gRPC port', function () {
@@ -75,14 +76,22 @@ describe('gRPC sub-APIs through the public gRPC port', function () {
   it('answers standard health checks and lists its services by reflection', async () => {
     const Health = grpc.makeGenericClientConstructor(healthService, 'Health');
     const health = new Health(stack.grpcAddress, grpc.credentials.createInsecure()) as grpc.Client & Record<string, any>;
-    const answer = await new Promise<{ status: string | number }>((resolve, reject) => health.Check({ service: 'merx.v1.ProductService' }, (error: Error | null, response: { status: string | number }) => (error ? reject(error) : resolve(response))));
+    const answer = await new Promise<{ status: string | number }>((resolve, reject) =>
+      health.Check({ service: 'merx.v1.ProductService' }, (error: Error | null, response: { status: string | number }) =>
+        error ? reject(error) : resolve(response),
+      ),
+    );
     assert.ok(answer.status === 'SERVING' || answer.status === 1, JSON.stringify(answer));
     health.close();
 
     // grpc.reflection.v1.ServerReflection/ServerReflectionInfo with list_services (field 7), decoded loosely: the service names are in the answer.
     const reflection = new grpc.Client(stack.grpcAddress, grpc.credentials.createInsecure());
     const listed = await new Promise<string>((resolve, reject) => {
-      const stream = reflection.makeBidiStreamRequest('/grpc.reflection.v1.ServerReflection/ServerReflectionInfo', (b: Buffer) => b, (b: Buffer) => b);
+      const stream = reflection.makeBidiStreamRequest(
+        '/grpc.reflection.v1.ServerReflection/ServerReflectionInfo',
+        (b: Buffer) => b,
+        (b: Buffer) => b,
+      );
       stream.on('data', (bytes: Buffer) => {
         resolve(bytes.toString('latin1'));
         stream.end();
@@ -91,13 +100,16 @@ describe('gRPC sub-APIs through the public gRPC port', function () {
       stream.write(Buffer.from([0x3a, 0x01, 0x2a]));
     });
     reflection.close();
-    for (const name of ['merx.v1.ProductService', 'merx.v1.RecordService', 'merx.v1.EventService']) assert.ok(listed.includes(name), `${name} is not listed: ${listed}`);
+    for (const name of ['merx.v1.ProductService', 'merx.v1.RecordService', 'merx.v1.EventService'])
+      assert.ok(listed.includes(name), `${name} is not listed: ${listed}`);
   });
 
   it('upserts 10,000 products in one stream, each readable through REST with its event', async function () {
     this.timeout(300_000);
     const count = 10_000;
-    const requests = Array.from({ length: count }, (_, index) => upsertRequest(`BULK-${String(index).padStart(5, '0')}`, { attributes: { batch: 'one' }, inventoryQuantity: index }));
+    const requests = Array.from({ length: count }, (_, index) =>
+      upsertRequest(`BULK-${String(index).padStart(5, '0')}`, { attributes: { batch: 'one' }, inventoryQuantity: index }),
+    );
     const answers = await bidiAll<UpsertProductsResponse>(clients.products, 'UpsertProducts', requests, bearer(merchant.token));
     assert.equal(answers.length, count);
     answers.forEach((answer, index) => {
@@ -110,10 +122,18 @@ describe('gRPC sub-APIs through the public gRPC port', function () {
     const bySku = new Map(stored.map((product) => [product.sku, product]));
     assert.equal(bySku.size, count);
     const sample = bySku.get('BULK-04242')!;
-    assert.deepEqual({ price: sample.price, currency: sample.currency, status: sample.status, inventory_quantity: sample.inventory_quantity, attributes: sample.attributes }, { price: '10.00', currency: 'EUR', status: 'active', inventory_quantity: 4242, attributes: { batch: 'one' } });
+    assert.deepEqual(
+      { price: sample.price, currency: sample.currency, status: sample.status, inventory_quantity: sample.inventory_quantity, attributes: sample.attributes },
+      { price: '10.00', currency: 'EUR', status: 'active', inventory_quantity: 4242, attributes: { batch: 'one' } },
+    );
     assert.equal(sample.id, answers[4242]!.result!.product!.id);
     // Webhooks and audit see bulk work like any other: one products.created per product.
-    await eventually(async () => stack.events.forMerchant(merchant.merchantId).filter((event) => event.topic === 'products.created').length, (seen) => seen === count, 'every products.created', 120_000);
+    await eventually(
+      async () => stack.events.forMerchant(merchant.merchantId).filter((event) => event.topic === 'products.created').length,
+      (seen) => seen === count,
+      'every products.created',
+      120_000,
+    );
   });
 
   it('resumes a stream cut halfway with the same items without creating duplicates', async () => {
@@ -140,22 +160,38 @@ describe('gRPC sub-APIs through the public gRPC port', function () {
     assert.ok(outcomes.filter((outcome) => outcome === ProductResult_Outcome.UNCHANGED).length >= 100, 'what the first stream reported done was kept');
     const stored = await productsThroughRest();
     assert.equal(stored.length, requests.length);
-    await eventually(async () => stack.events.forMerchant(merchant.merchantId).filter((event) => event.topic === 'products.created').length, (seen) => seen >= requests.length, 'every products.created');
+    await eventually(
+      async () => stack.events.forMerchant(merchant.merchantId).filter((event) => event.topic === 'products.created').length,
+      (seen) => seen >= requests.length,
+      'every products.created',
+    );
     const created = stack.events.forMerchant(merchant.merchantId).filter((event) => event.topic === 'products.created');
     assert.equal(new Set(created.map((event) => event.data.object.sku)).size, created.length, 'no product was announced twice');
     assert.equal(created.length, requests.length);
   });
 
   it('updates by sku with the REST rules, and says unchanged for an item that changes nothing', async () => {
-    const first = await bidiAll<UpsertProductsResponse>(clients.products, 'UpsertProducts', [upsertRequest('UP-1', { status: ProductStatus.DRAFT })], bearer(merchant.token));
+    const first = await bidiAll<UpsertProductsResponse>(
+      clients.products,
+      'UpsertProducts',
+      [upsertRequest('UP-1', { status: ProductStatus.DRAFT })],
+      bearer(merchant.token),
+    );
     assert.equal(first[0]!.result!.outcome, ProductResult_Outcome.CREATED);
     const answers = await bidiAll<UpsertProductsResponse>(
       clients.products,
       'UpsertProducts',
-      [upsertRequest('UP-1', { status: ProductStatus.DRAFT, price: '12.5' }), upsertRequest('UP-1', { status: ProductStatus.DRAFT, price: '12.50' }), upsertRequest('UP-1', { status: ProductStatus.ARCHIVED })],
+      [
+        upsertRequest('UP-1', { status: ProductStatus.DRAFT, price: '12.5' }),
+        upsertRequest('UP-1', { status: ProductStatus.DRAFT, price: '12.50' }),
+        upsertRequest('UP-1', { status: ProductStatus.ARCHIVED }),
+      ],
       bearer(merchant.token),
     );
-    assert.deepEqual(answers.map((answer) => answer.result!.outcome), [ProductResult_Outcome.UPDATED, ProductResult_Outcome.UNCHANGED, ProductResult_Outcome.FAILED]);
+    assert.deepEqual(
+      answers.map((answer) => answer.result!.outcome),
+      [ProductResult_Outcome.UPDATED, ProductResult_Outcome.UNCHANGED, ProductResult_Outcome.FAILED],
+    );
     assert.equal(answers[0]!.result!.product!.price, '12.50');
     assert.equal(answers[0]!.result!.product!.version, 2);
     assert.equal(answers[2]!.result!.problem!.code, 'conflict', 'a draft cannot be archived, as in REST');
@@ -170,16 +206,26 @@ describe('gRPC sub-APIs through the public gRPC port', function () {
     const batch = await unary<BatchCreateProductsResponse>(
       clients.products,
       'BatchCreateProducts',
-      create(BatchCreateProductsRequestSchema, { products: Array.from({ length: 1_000 }, (_, index) => productInput(`EXP-${index}`, index % 2 ? { status: ProductStatus.DRAFT } : {})) }),
+      create(BatchCreateProductsRequestSchema, {
+        products: Array.from({ length: 1_000 }, (_, index) => productInput(`EXP-${index}`, index % 2 ? { status: ProductStatus.DRAFT } : {})),
+      }),
       bearer(merchant.token),
     );
     assert.equal(batch.results.length, 1_000);
     assert.ok(batch.results.every((result) => result.outcome === ProductResult_Outcome.CREATED));
-    const again = await unary<BatchCreateProductsResponse>(clients.products, 'BatchCreateProducts', create(BatchCreateProductsRequestSchema, { products: [productInput('EXP-1')] }), bearer(merchant.token));
+    const again = await unary<BatchCreateProductsResponse>(
+      clients.products,
+      'BatchCreateProducts',
+      create(BatchCreateProductsRequestSchema, { products: [productInput('EXP-1')] }),
+      bearer(merchant.token),
+    );
     assert.equal(again.results[0]!.problem!.code, 'conflict');
 
     const exported = await new Promise<string[]>((resolve, reject) => {
-      const stream: grpc.ClientReadableStream<ExportProductsResponse> = clients.products.ExportProducts(create(ExportProductsRequestSchema, {}), bearer(merchant.token));
+      const stream: grpc.ClientReadableStream<ExportProductsResponse> = clients.products.ExportProducts(
+        create(ExportProductsRequestSchema, {}),
+        bearer(merchant.token),
+      );
       const ids: string[] = [];
       stream.on('data', (message: ExportProductsResponse) => {
         ids.push(message.product!.id);
@@ -195,7 +241,12 @@ describe('gRPC sub-APIs through the public gRPC port', function () {
     assert.equal(exported.length, 1_000);
     assert.equal(new Set(exported).size, 1_000);
     assert.deepEqual(exported, [...exported].sort());
-    const drafts = await serverStreamAll<ExportProductsResponse>(clients.products, 'ExportProducts', create(ExportProductsRequestSchema, { status: ProductStatus.DRAFT }), bearer(merchant.token));
+    const drafts = await serverStreamAll<ExportProductsResponse>(
+      clients.products,
+      'ExportProducts',
+      create(ExportProductsRequestSchema, { status: ProductStatus.DRAFT }),
+      bearer(merchant.token),
+    );
     assert.equal(drafts.length, 500);
     assert.ok(drafts.every((message) => message.product!.status === ProductStatus.DRAFT));
   });
@@ -204,21 +255,44 @@ describe('gRPC sub-APIs through the public gRPC port', function () {
     const source = await call(stack, 'POST', '/api/v1/sources', { token: merchant.token, body: { name: 'Shop', kind: 'storefront' } });
     assert.equal(source.status, 201, source.text);
     const record = (externalId: string, type: RecordType, data: Record<string, unknown>) =>
-      create(IngestRecordsRequestSchema, { sourceId: source.body.id, record: { type, externalId, occurTime: timestampFromDate(new Date('2026-11-22T10:04:05.123Z')), data: data as never } });
+      create(IngestRecordsRequestSchema, {
+        sourceId: source.body.id,
+        record: { type, externalId, occurTime: timestampFromDate(new Date('2026-11-22T10:04:05.123Z')), data: data as never },
+      });
     const requests = [
       record('ord-1', RecordType.ORDER, { total: 129.9, currency: 'EUR' }),
       record('rev-1', RecordType.REVIEW, { rating: 4, body: 'Good' }),
       record('ord-bad', RecordType.ORDER, { total: 'lots' }),
-      create(IngestRecordsRequestSchema, { sourceId: 'src_00000000000000000000000000', record: { type: RecordType.ORDER, externalId: 'x', occurTime: timestampFromDate(new Date()), data: {} } }),
+      create(IngestRecordsRequestSchema, {
+        sourceId: 'src_00000000000000000000000000',
+        record: { type: RecordType.ORDER, externalId: 'x', occurTime: timestampFromDate(new Date()), data: {} },
+      }),
     ];
     const acks = await bidiAll<IngestRecordsResponse>(clients.records, 'IngestRecords', requests, bearer(merchant.token));
-    assert.deepEqual(acks.map((ack) => ack.status), [IngestRecordsResponse_Status.ACCEPTED, IngestRecordsResponse_Status.ACCEPTED, IngestRecordsResponse_Status.REJECTED, IngestRecordsResponse_Status.REJECTED]);
-    assert.deepEqual(acks.map((ack) => ack.index), [0, 1, 2, 3]);
+    assert.deepEqual(
+      acks.map((ack) => ack.status),
+      [
+        IngestRecordsResponse_Status.ACCEPTED,
+        IngestRecordsResponse_Status.ACCEPTED,
+        IngestRecordsResponse_Status.REJECTED,
+        IngestRecordsResponse_Status.REJECTED,
+      ],
+    );
+    assert.deepEqual(
+      acks.map((ack) => ack.index),
+      [0, 1, 2, 3],
+    );
     assert.equal(acks[2]!.problem!.violations[0]!.field, 'data.total');
     assert.equal(acks[3]!.problem!.code, 'not_found');
     const again = await bidiAll<IngestRecordsResponse>(clients.records, 'IngestRecords', requests.slice(0, 2), bearer(merchant.token));
-    assert.deepEqual(again.map((ack) => ack.status), [IngestRecordsResponse_Status.DUPLICATE, IngestRecordsResponse_Status.DUPLICATE]);
-    assert.deepEqual(again.map((ack) => ack.recordId), acks.slice(0, 2).map((ack) => ack.recordId));
+    assert.deepEqual(
+      again.map((ack) => ack.status),
+      [IngestRecordsResponse_Status.DUPLICATE, IngestRecordsResponse_Status.DUPLICATE],
+    );
+    assert.deepEqual(
+      again.map((ack) => ack.recordId),
+      acks.slice(0, 2).map((ack) => ack.recordId),
+    );
     const listed = await call(stack, 'GET', `/api/v1/sources/${source.body.id}/records`, { token: merchant.token });
     assert.equal(listed.body.data.length, 2);
     await stack.events.waitFor((event) => event.topic === 'orders.created' && event.id === acks[0]!.eventId);
@@ -235,17 +309,33 @@ describe('gRPC sub-APIs through the public gRPC port', function () {
       };
       const source = await created('/api/v1/sources', { name: 'Storefront', kind: 'storefront' });
       const destination = await created('/api/v1/destinations', { name: 'ERP', url: erp.url('/erp') });
-      const rule = await created('/api/v1/rules', { name: 'Large orders and low ratings', event_types: ['orders.created', 'reviews.submitted'], condition: '(has(data.total) && data.total >= 100.0) || (has(data.rating) && data.rating <= 2.0)', action: 'forward' });
+      const rule = await created('/api/v1/rules', {
+        name: 'Large orders and low ratings',
+        event_types: ['orders.created', 'reviews.submitted'],
+        condition: '(has(data.total) && data.total >= 100.0) || (has(data.rating) && data.rating <= 2.0)',
+        action: 'forward',
+      });
       await created('/api/v1/connections', { source_id: source.id, destination_id: destination.id, rule_ids: [rule.id] });
       const record = (externalId: string, type: RecordType, data: Record<string, unknown>) =>
-        create(IngestRecordsRequestSchema, { sourceId: source.id, record: { type, externalId, occurTime: timestampFromDate(new Date()), data: data as never } });
+        create(IngestRecordsRequestSchema, {
+          sourceId: source.id,
+          record: { type, externalId, occurTime: timestampFromDate(new Date()), data: data as never },
+        });
       const acks = await bidiAll<IngestRecordsResponse>(
         clients.records,
         'IngestRecords',
-        [record('big', RecordType.ORDER, { total: 250, currency: 'EUR' }), record('small', RecordType.ORDER, { total: 5, currency: 'EUR' }), record('bad-review', RecordType.REVIEW, { rating: 1 }), record('good-review', RecordType.REVIEW, { rating: 5 })],
+        [
+          record('big', RecordType.ORDER, { total: 250, currency: 'EUR' }),
+          record('small', RecordType.ORDER, { total: 5, currency: 'EUR' }),
+          record('bad-review', RecordType.REVIEW, { rating: 1 }),
+          record('good-review', RecordType.REVIEW, { rating: 5 }),
+        ],
         bearer(merchant.token),
       );
-      assert.ok(acks.every((ack) => ack.status === IngestRecordsResponse_Status.ACCEPTED), JSON.stringify(acks.map((ack) => ack.problem)));
+      assert.ok(
+        acks.every((ack) => ack.status === IngestRecordsResponse_Status.ACCEPTED),
+        JSON.stringify(acks.map((ack) => ack.problem)),
+      );
       const arrived = await erp.waitUntil((received) => (received.length >= 2 ? received : undefined), 20_000, 'the two routed records');
       const routed = arrived.map((request) => JSON.parse(request.body) as { topic: string; data: { object: { external_id: string } } });
       assert.deepEqual(routed.map((payload) => payload.data.object.external_id).sort(), ['bad-review', 'big']);
@@ -257,15 +347,27 @@ describe('gRPC sub-APIs through the public gRPC port', function () {
   it('streams events from a cursor, then live, and a resumed stream misses nothing and repeats nothing', async () => {
     const startTime = new Date(Date.now() - 1_000);
     const createProducts = (prefix: string, count: number) =>
-      unary<BatchCreateProductsResponse>(clients.products, 'BatchCreateProducts', create(BatchCreateProductsRequestSchema, { products: Array.from({ length: count }, (_, index) => productInput(`${prefix}-${index}`)) }), bearer(merchant.token));
+      unary<BatchCreateProductsResponse>(
+        clients.products,
+        'BatchCreateProducts',
+        create(BatchCreateProductsRequestSchema, { products: Array.from({ length: count }, (_, index) => productInput(`${prefix}-${index}`)) }),
+        bearer(merchant.token),
+      );
     await createProducts('EV-A', 5);
-    const expected = async () => stack.events.forMerchant(merchant.merchantId).filter((event) => event.topic.startsWith('products.')).map((event) => event.id);
+    const expected = async () =>
+      stack.events
+        .forMerchant(merchant.merchantId)
+        .filter((event) => event.topic.startsWith('products.'))
+        .map((event) => event.id);
     await eventually(expected, (ids) => ids.length === 5, 'the first products.created events');
 
     /** Reads `count` events from a stream, then disconnects. */
     const readEvents = (request: Parameters<typeof create<typeof StreamEventsRequestSchema>>[1], count: number, whileOpen?: () => Promise<unknown>) =>
       new Promise<string[]>((resolve, reject) => {
-        const stream: grpc.ClientReadableStream<StreamEventsResponse> = clients.events.StreamEvents(create(StreamEventsRequestSchema, request), bearer(merchant.token));
+        const stream: grpc.ClientReadableStream<StreamEventsResponse> = clients.events.StreamEvents(
+          create(StreamEventsRequestSchema, request),
+          bearer(merchant.token),
+        );
         const ids: string[] = [];
         stream.on('data', (message: StreamEventsResponse) => {
           ids.push(message.event!.id);
@@ -292,59 +394,110 @@ describe('gRPC sub-APIs through the public gRPC port', function () {
   it('keeps tenants apart and asks for the scope of the REST operation', async () => {
     await bidiAll(clients.products, 'UpsertProducts', [upsertRequest('MINE-1')], bearer(merchant.token));
     const other = await createMerchant(stack);
-    const theirs = await serverStreamAll<ExportProductsResponse>(clients.products, 'ExportProducts', create(ExportProductsRequestSchema, {}), bearer(other.token));
+    const theirs = await serverStreamAll<ExportProductsResponse>(
+      clients.products,
+      'ExportProducts',
+      create(ExportProductsRequestSchema, {}),
+      bearer(other.token),
+    );
     assert.deepEqual(theirs, []);
     // The same sku is another product for another merchant.
-    const [created] = await bidiAll<UpsertProductsResponse>(clients.products, 'UpsertProducts', [upsertRequest('MINE-1', { title: 'Theirs' })], bearer(other.token));
+    const [created] = await bidiAll<UpsertProductsResponse>(
+      clients.products,
+      'UpsertProducts',
+      [upsertRequest('MINE-1', { title: 'Theirs' })],
+      bearer(other.token),
+    );
     assert.equal(created!.result!.outcome, ProductResult_Outcome.CREATED);
     const ours = await productsThroughRest();
     assert.equal(ours[0]!.title, 'Product MINE-1');
 
-    const missing = await rejectsWith(serverStreamAll(clients.products, 'ExportProducts', create(ExportProductsRequestSchema, {}), bearer(undefined)), grpc.status.UNAUTHENTICATED);
+    const missing = await rejectsWith(
+      serverStreamAll(clients.products, 'ExportProducts', create(ExportProductsRequestSchema, {}), bearer(undefined)),
+      grpc.status.UNAUTHENTICATED,
+    );
     assert.equal(problemOf(missing).reason, 'unauthenticated');
-    await rejectsWith(serverStreamAll(clients.products, 'ExportProducts', create(ExportProductsRequestSchema, {}), bearer('not.a.jwt')), grpc.status.UNAUTHENTICATED);
+    await rejectsWith(
+      serverStreamAll(clients.products, 'ExportProducts', create(ExportProductsRequestSchema, {}), bearer('not.a.jwt')),
+      grpc.status.UNAUTHENTICATED,
+    );
     const readOnly = await issueToken(stack, merchant.apiKey, 'products:read');
     const denied = await rejectsWith(bidiAll(clients.products, 'UpsertProducts', [upsertRequest('RO-1')], bearer(readOnly)), grpc.status.PERMISSION_DENIED);
     assert.equal(problemOf(denied).reason, 'insufficient_scope');
     await rejectsWith(bidiAll(clients.records, 'IngestRecords', [], bearer(readOnly)), grpc.status.PERMISSION_DENIED);
     await rejectsWith(serverStreamAll(clients.events, 'StreamEvents', create(StreamEventsRequestSchema, {}), bearer(readOnly)), grpc.status.PERMISSION_DENIED);
-    await rejectsWith(unary(clients.products, 'BatchCreateProducts', create(BatchCreateProductsRequestSchema, { products: [productInput('RO-2')] }), bearer(readOnly)), grpc.status.PERMISSION_DENIED);
+    await rejectsWith(
+      unary(clients.products, 'BatchCreateProducts', create(BatchCreateProductsRequestSchema, { products: [productInput('RO-2')] }), bearer(readOnly)),
+      grpc.status.PERMISSION_DENIED,
+    );
     assert.equal((await productsThroughRest()).length, 1, 'nothing was written without the scope');
   });
 
   it('answers bad input with a clear status or a failed item, and keeps serving', async () => {
-    const empty = await rejectsWith(unary(clients.products, 'BatchCreateProducts', create(BatchCreateProductsRequestSchema, {}), bearer(merchant.token)), grpc.status.INVALID_ARGUMENT);
+    const empty = await rejectsWith(
+      unary(clients.products, 'BatchCreateProducts', create(BatchCreateProductsRequestSchema, {}), bearer(merchant.token)),
+      grpc.status.INVALID_ARGUMENT,
+    );
     assert.deepEqual(problemOf(empty), { reason: 'validation_failed', fields: ['products'], retryDelayMs: undefined });
 
     const items = await unary<BatchCreateProductsResponse>(
       clients.products,
       'BatchCreateProducts',
-      create(BatchCreateProductsRequestSchema, { products: [{ title: 'No sku', price: '1.00', currency: 'EUR' }, productInput('ENUM-1', { status: 9 as ProductStatus }), productInput('MONEY-1', { price: '1.234' })] }),
+      create(BatchCreateProductsRequestSchema, {
+        products: [
+          { title: 'No sku', price: '1.00', currency: 'EUR' },
+          productInput('ENUM-1', { status: 9 as ProductStatus }),
+          productInput('MONEY-1', { price: '1.234' }),
+        ],
+      }),
       bearer(merchant.token),
     );
-    assert.deepEqual(items.results.map((result) => [result.outcome, result.problem?.code, result.problem?.violations.map((violation) => violation.field)]), [
-      [ProductResult_Outcome.FAILED, 'validation_failed', ['sku']],
-      [ProductResult_Outcome.FAILED, 'validation_failed', ['status']],
-      [ProductResult_Outcome.FAILED, 'validation_failed', ['price']],
-    ]);
+    assert.deepEqual(
+      items.results.map((result) => [result.outcome, result.problem?.code, result.problem?.violations.map((violation) => violation.field)]),
+      [
+        [ProductResult_Outcome.FAILED, 'validation_failed', ['sku']],
+        [ProductResult_Outcome.FAILED, 'validation_failed', ['status']],
+        [ProductResult_Outcome.FAILED, 'validation_failed', ['price']],
+      ],
+    );
 
     await rejectsWith(
-      unary(clients.products, 'BatchCreateProducts', create(BatchCreateProductsRequestSchema, { products: [productInput('HUGE-1', { description: 'x'.repeat(5 * 1024 * 1024) })] }), bearer(merchant.token)),
+      unary(
+        clients.products,
+        'BatchCreateProducts',
+        create(BatchCreateProductsRequestSchema, { products: [productInput('HUGE-1', { description: 'x'.repeat(5 * 1024 * 1024) })] }),
+        bearer(merchant.token),
+      ),
       grpc.status.RESOURCE_EXHAUSTED,
     );
-    const badTopic = await rejectsWith(serverStreamAll(clients.events, 'StreamEvents', create(StreamEventsRequestSchema, { topics: ['nonsense'] }), bearer(merchant.token)), grpc.status.INVALID_ARGUMENT);
+    const badTopic = await rejectsWith(
+      serverStreamAll(clients.events, 'StreamEvents', create(StreamEventsRequestSchema, { topics: ['nonsense'] }), bearer(merchant.token)),
+      grpc.status.INVALID_ARGUMENT,
+    );
     assert.deepEqual(problemOf(badTopic).fields, ['topics[0]']);
 
     // Bytes that are no protobuf message at all.
     const raw = new grpc.Client(stack.grpcAddress, grpc.credentials.createInsecure());
     const garbage = await new Promise<grpc.ServiceError | null>((resolve) =>
-      raw.makeUnaryRequest('/merx.v1.ProductService/BatchCreateProducts', (b: Buffer) => b, (b: Buffer) => b, Buffer.from([0xff, 0xff, 0xff, 0xff, 0x0f]), bearer(merchant.token), (error) => resolve(error)),
+      raw.makeUnaryRequest(
+        '/merx.v1.ProductService/BatchCreateProducts',
+        (b: Buffer) => b,
+        (b: Buffer) => b,
+        Buffer.from([0xff, 0xff, 0xff, 0xff, 0x0f]),
+        bearer(merchant.token),
+        (error) => resolve(error),
+      ),
     );
     assert.equal(garbage?.code, grpc.status.INVALID_ARGUMENT, `garbage answered ${garbage?.code}: ${garbage?.details}`);
     assert.equal(problemOf(garbage!).reason, 'malformed_request');
     // A field of the wrong wire type (sku, a string, sent as a number) in a stream.
     const wrongType = await new Promise<grpc.ServiceError | undefined>((resolve) => {
-      const stream = raw.makeBidiStreamRequest('/merx.v1.ProductService/UpsertProducts', (b: Buffer) => b, (b: Buffer) => b, bearer(merchant.token));
+      const stream = raw.makeBidiStreamRequest(
+        '/merx.v1.ProductService/UpsertProducts',
+        (b: Buffer) => b,
+        (b: Buffer) => b,
+        bearer(merchant.token),
+      );
       stream.on('data', () => undefined);
       stream.on('error', resolve);
       stream.on('end', () => resolve(undefined));

@@ -29,9 +29,14 @@ if (stackMode() === 'distributed') {
       assert.equal(retried.headers.get('idempotent-replayed'), 'true', 'the retry replays the committed answer');
       assert.match(retried.body.secret, /^mx_test_/, 'with the secret, which is shown nowhere else');
       const keys = await call(stack, 'GET', '/api/v1/api-keys?limit=100', { token: merchant.token });
-      assert.deepEqual(keys.body.data.filter((key: { name: string }) => key.name === 'Created once').map((key: { id: string }) => key.id), [retried.body.id]);
+      assert.deepEqual(
+        keys.body.data.filter((key: { name: string }) => key.name === 'Created once').map((key: { id: string }) => key.id),
+        [retried.body.id],
+      );
       await eventually(
-        async () => stack.events.forMerchant(merchant.merchantId).filter((event) => event.topic === 'api_keys.created' && event.data.object.id === retried.body.id).length,
+        async () =>
+          stack.events.forMerchant(merchant.merchantId).filter((event) => event.topic === 'api_keys.created' && event.data.object.id === retried.body.id)
+            .length,
         (count) => count === 1,
         'the one api_keys.created event',
       );

@@ -5,7 +5,12 @@ import { WebhookReceiver, type ReceivedWebhook } from '@merx/webhooks/testing';
 import { Webhook } from 'standardwebhooks';
 import { call, createMerchant, eventually, sharedStack, type ApiResponse, type Stack, type TestMerchant } from '../src/harness/index.js';
 
-const order = (externalId: string, data: Record<string, unknown>, occurredAt = '2026-11-22T10:00:00.000Z') => ({ type: 'order', external_id: externalId, occurred_at: occurredAt, data });
+const order = (externalId: string, data: Record<string, unknown>, occurredAt = '2026-11-22T10:00:00.000Z') => ({
+  type: 'order',
+  external_id: externalId,
+  occurred_at: occurredAt,
+  data,
+});
 
 /** Verifies a destination request with a third party's Standard Webhooks library, as an ERP would. */
 function verified(request: ReceivedWebhook, secret: string): unknown {
@@ -43,7 +48,8 @@ describe('record ingestion and routing to destinations', () => {
     return started;
   }
 
-  const ingest = (sourceId: string, records: unknown[], headers: Record<string, string> = {}) => api('POST', `/api/v1/sources/${sourceId}/records`, { body: { records }, headers });
+  const ingest = (sourceId: string, records: unknown[], headers: Record<string, string> = {}) =>
+    api('POST', `/api/v1/sources/${sourceId}/records`, { body: { records }, headers });
 
   async function recordWithRoutes(sourceId: string, externalId: string, count: number): Promise<any> {
     const page = await eventually(
@@ -67,20 +73,32 @@ describe('record ingestion and routing to destinations', () => {
       ]);
       assert.equal(first.status, 200, first.text);
       assert.deepEqual([first.body.accepted, first.body.duplicates, first.body.rejected], [3, 1, 2]);
-      assert.deepEqual(first.body.results.map((r: any) => r.status), ['accepted', 'duplicate', 'accepted', 'rejected', 'rejected', 'accepted']);
+      assert.deepEqual(
+        first.body.results.map((r: any) => r.status),
+        ['accepted', 'duplicate', 'accepted', 'rejected', 'rejected', 'accepted'],
+      );
       assert.equal(first.body.results[1].record_id, first.body.results[0].record_id, 'a repeat names the record it repeats');
       assert.deepEqual(first.body.results[3].errors.map((e: any) => e.field).sort(), ['data', 'external_id', 'extra', 'occurred_at', 'type']);
-      assert.deepEqual(first.body.results[4].errors.map((e: any) => e.field), ['data.message']);
+      assert.deepEqual(
+        first.body.results[4].errors.map((e: any) => e.field),
+        ['data.message'],
+      );
 
       const again = await ingest(source.id, [order('A-1', { total: 999 }), order('A-2', { total: 5, currency: 'USD' })]);
-      assert.deepEqual(again.body.results.map((r: any) => r.status), ['duplicate', 'accepted']);
+      assert.deepEqual(
+        again.body.results.map((r: any) => r.status),
+        ['duplicate', 'accepted'],
+      );
       assert.equal(again.body.results[0].event_id, first.body.results[0].event_id);
 
       const listed = await api('GET', `/api/v1/sources/${source.id}/records?limit=100`);
       assert.deepEqual(listed.body.data.map((r: any) => r.external_id).sort(), ['A-1', 'A-2', 'C-1', 'R-1']);
       const review = listed.body.data.find((r: any) => r.external_id === 'R-1');
       assert.equal(review.occurred_at, '2026-11-22T09:00:00.000Z', 'times are normalised to UTC');
-      assert.deepEqual((await api('GET', `/api/v1/sources/${source.id}/records?type=review`)).body.data.map((r: any) => r.id), [review.id]);
+      assert.deepEqual(
+        (await api('GET', `/api/v1/sources/${source.id}/records?type=review`)).body.data.map((r: any) => r.id),
+        [review.id],
+      );
 
       const events = async (topic: string) => stack.events.forMerchant(merchant.merchantId).filter((e) => e.topic === topic);
       await stack.events.waitFor((e) => e.topic === 'orders.created' && e.data.object.external_id === 'A-2');
@@ -94,10 +112,15 @@ describe('record ingestion and routing to destinations', () => {
 
     it('raises a system alert for an ingested alert record', async () => {
       const source = await created('/api/v1/sources', { name: 'Ads', kind: 'ads' });
-      const result = await ingest(source.id, [{ type: 'alert', external_id: 'AL-9', occurred_at: '2026-11-22T10:00:00Z', data: { message: 'Budget exhausted', severity: 'critical' } }]);
+      const result = await ingest(source.id, [
+        { type: 'alert', external_id: 'AL-9', occurred_at: '2026-11-22T10:00:00Z', data: { message: 'Budget exhausted', severity: 'critical' } },
+      ]);
       assert.equal(result.body.accepted, 1, result.text);
       const alert: any = await stack.events.waitFor((e) => e.topic === 'system_alerts.raised' && e.merchant_id === merchant.merchantId);
-      assert.deepEqual([alert.data.object.kind, alert.data.object.severity, alert.data.object.message, alert.data.object.source_id], ['source_error', 'critical', 'Budget exhausted', source.id]);
+      assert.deepEqual(
+        [alert.data.object.kind, alert.data.object.severity, alert.data.object.message, alert.data.object.source_id],
+        ['source_error', 'critical', 'Budget exhausted', source.id],
+      );
       assert.equal(alert.data.object.record.external_id, 'AL-9');
     });
 
@@ -114,7 +137,11 @@ describe('record ingestion and routing to destinations', () => {
       assert.equal(listed.body.data.length, 50);
       await stack.events.waitFor((e) => e.topic === 'orders.created' && e.data.object.external_id === 'RACE-49');
       const emitted = stack.events.forMerchant(merchant.merchantId).filter((e) => e.topic === 'orders.created');
-      await eventually(async () => stack.events.forMerchant(merchant.merchantId).filter((e) => e.topic === 'orders.created').length, (n) => n >= 50, 'events of the batch');
+      await eventually(
+        async () => stack.events.forMerchant(merchant.merchantId).filter((e) => e.topic === 'orders.created').length,
+        (n) => n >= 50,
+        'events of the batch',
+      );
       assert.equal(new Set(emitted.map((e) => e.data.object.external_id)).size, emitted.length, 'no record emitted twice');
     });
 
@@ -125,7 +152,13 @@ describe('record ingestion and routing to destinations', () => {
       await api('PATCH', `/api/v1/sources/${source.id}`, { body: { status: 'disabled' } });
       assert.equal((await ingest(source.id, [order('P-1', {})])).status, 409);
       await api('PATCH', `/api/v1/sources/${source.id}`, { body: { status: 'active' } });
-      for (const body of [{}, { records: [] }, { records: 'many' }, { records: Array.from({ length: 501 }, (_, i) => order(`X-${i}`, {})) }, [order('X', {})]]) {
+      for (const body of [
+        {},
+        { records: [] },
+        { records: 'many' },
+        { records: Array.from({ length: 501 }, (_, i) => order(`X-${i}`, {})) },
+        [order('X', {})],
+      ]) {
         const refused = await api('POST', `/api/v1/sources/${source.id}/records`, { body });
         assert.equal(refused.status, 422, JSON.stringify(body).slice(0, 60));
       }
@@ -138,12 +171,22 @@ describe('record ingestion and routing to destinations', () => {
   });
 
   describe('routing', () => {
-    it('routes only the orders a rule forwards, signed, to the destination, and shows each record\'s routing', async () => {
+    it("routes only the orders a rule forwards, signed, to the destination, and shows each record's routing", async () => {
       const erp = await receiver();
       const source = await created('/api/v1/sources', { name: 'Storefront', kind: 'storefront' });
       const destination = await created('/api/v1/destinations', { name: 'ERP', url: erp.url('/erp/orders') });
-      const rule = await created('/api/v1/rules', { name: 'Large EUR orders', event_types: ['orders.created'], condition: 'data.total >= 100.0 && data.currency == "EUR"', action: 'forward' });
-      const connection = await created('/api/v1/connections', { source_id: source.id, destination_id: destination.id, rule_ids: [rule.id], event_types: ['orders.created'] });
+      const rule = await created('/api/v1/rules', {
+        name: 'Large EUR orders',
+        event_types: ['orders.created'],
+        condition: 'data.total >= 100.0 && data.currency == "EUR"',
+        action: 'forward',
+      });
+      const connection = await created('/api/v1/connections', {
+        source_id: source.id,
+        destination_id: destination.id,
+        rule_ids: [rule.id],
+        event_types: ['orders.created'],
+      });
 
       const batch = await ingest(source.id, [
         order('O-1', { total: 250.0, currency: 'EUR' }),
@@ -160,7 +203,12 @@ describe('record ingestion and routing to destinations', () => {
         assert.equal(payload.merchant_id, merchant.merchantId);
         assert.equal(request.path, '/erp/orders');
         const { hmac_sha256: claimed, ...fields } = JSON.parse(request.body);
-        assert.equal(createHmac('sha256', Buffer.from(destination.secret.slice(6), 'base64')).update(canonicalJson(fields)).digest('hex'), claimed);
+        assert.equal(
+          createHmac('sha256', Buffer.from(destination.secret.slice(6), 'base64'))
+            .update(canonicalJson(fields))
+            .digest('hex'),
+          claimed,
+        );
       }
       assert.deepEqual(arrived.map((r) => r.json.data.object.external_id).sort(), ['O-1', 'O-5']);
 
@@ -203,7 +251,16 @@ describe('record ingestion and routing to destinations', () => {
       ]);
       const request = await erp.waitFor(() => true, 20_000);
       verified(request, destination.secret);
-      assert.deepEqual(JSON.parse(request.body), { id: request.json.id, object: 'record', type: 'order', source_id: source.id, external_id: 'M-1', occurred_at: '2026-11-22T10:00:00.000Z', data: { amount: 42.5, currency: 'EUR', customer: { name: 'Ada' }, channel: 'marketplace' }, received_at: request.json.received_at });
+      assert.deepEqual(JSON.parse(request.body), {
+        id: request.json.id,
+        object: 'record',
+        type: 'order',
+        source_id: source.id,
+        external_id: 'M-1',
+        occurred_at: '2026-11-22T10:00:00.000Z',
+        data: { amount: 42.5, currency: 'EUR', customer: { name: 'Ada' }, channel: 'marketplace' },
+        received_at: request.json.received_at,
+      });
       const dropped = await recordWithRoutes(source.id, 'TEST-1', 1);
       assert.deepEqual([dropped.routes[0].outcome, dropped.routes[0].rule_id], ['dropped', dropTests.id]);
       await new Promise((resolve) => setTimeout(resolve, 300));
@@ -246,7 +303,10 @@ describe('record ingestion and routing to destinations', () => {
       await ingest(source.id, [order('LATE-0', { total: 1 })]);
       // The always-on connection proves routing ran; the paused one left no trace.
       const first = await recordWithRoutes(source.id, 'LATE-0', 1);
-      assert.deepEqual(first.routes.map((route: any) => route.connection_id), [alwaysOn.id]);
+      assert.deepEqual(
+        first.routes.map((route: any) => route.connection_id),
+        [alwaysOn.id],
+      );
 
       await api('PATCH', `/api/v1/connections/${toPaused.id}`, { body: { status: 'active' } });
       await ingest(source.id, [order('LATE-1', { total: 1 })]);
@@ -267,7 +327,7 @@ describe('record ingestion and routing to destinations', () => {
       verified(request, paused.secret);
     });
 
-    it('rotates a destination\'s secret: for the overlap every delivery verifies with either secret', async () => {
+    it("rotates a destination's secret: for the overlap every delivery verifies with either secret", async () => {
       const erp = await receiver();
       const source = await created('/api/v1/sources', { name: 'Shop', kind: 'storefront' });
       const destination = await created('/api/v1/destinations', { name: 'ERP', url: erp.url('/erp') });
@@ -282,7 +342,7 @@ describe('record ingestion and routing to destinations', () => {
       assert.match(rotated.body.secret, /^whsec_/);
       assert.notEqual(rotated.body.secret, destination.secret);
       assert.equal(rotated.body.version, 2);
-      assert.equal((await api('GET', `/api/v1/destinations/${destination.id}`)).body.secret, undefined, 'shown in the rotation\'s answer only');
+      assert.equal((await api('GET', `/api/v1/destinations/${destination.id}`)).body.secret, undefined, "shown in the rotation's answer only");
 
       // The delivery engine has the new secret moments later: from then on both sign every request.
       let round = 0;
@@ -300,17 +360,26 @@ describe('record ingestion and routing to destinations', () => {
       verified(after, destination.secret);
       assert.throws(() => verified(after, `whsec_${Buffer.alloc(24, 7).toString('base64')}`), 'a third secret does not verify');
       const { hmac_sha256: claimed, ...fields } = JSON.parse(after.body);
-      assert.equal(createHmac('sha256', Buffer.from(rotated.body.secret.slice(6), 'base64')).update(canonicalJson(fields)).digest('hex'), claimed, 'hmac_sha256 uses the new secret');
+      assert.equal(
+        createHmac('sha256', Buffer.from(rotated.body.secret.slice(6), 'base64'))
+          .update(canonicalJson(fields))
+          .digest('hex'),
+        claimed,
+        'hmac_sha256 uses the new secret',
+      );
     });
 
-    it('keeps one merchant\'s records away from another merchant\'s connections', async () => {
+    it("keeps one merchant's records away from another merchant's connections", async () => {
       const erp = await receiver();
       const other = await createMerchant(stack);
       const theirSource = await call(stack, 'POST', '/api/v1/sources', { token: other.token, body: { name: 'Theirs', kind: 'storefront' } });
       const ourSource = await created('/api/v1/sources', { name: 'Ours', kind: 'storefront' });
       const destination = await created('/api/v1/destinations', { name: 'ERP', url: erp.url('/ours') });
       await created('/api/v1/connections', { source_id: ourSource.id, destination_id: destination.id });
-      assert.equal((await call(stack, 'POST', `/api/v1/sources/${ourSource.id}/records`, { token: other.token, body: { records: [order('X', {})] } })).status, 404);
+      assert.equal(
+        (await call(stack, 'POST', `/api/v1/sources/${ourSource.id}/records`, { token: other.token, body: { records: [order('X', {})] } })).status,
+        404,
+      );
       await call(stack, 'POST', `/api/v1/sources/${theirSource.body.id}/records`, { token: other.token, body: { records: [order('THEIRS-1', {})] } });
       await ingest(ourSource.id, [order('OURS-1', {})]);
       const request = await erp.waitFor(() => true, 20_000);

@@ -21,7 +21,19 @@ import {
 } from '@merx/contracts/grpc';
 import { scopeNames } from '@merx/contracts';
 import { grpc } from '@merx/kit';
-import { bearer, bidiAll, call, createMerchant, grpcClients, issueToken, serverStreamAll, sharedStack, unary, type Stack, type TestMerchant } from '../src/harness/index.js';
+import {
+  bearer,
+  bidiAll,
+  call,
+  createMerchant,
+  grpcClients,
+  issueToken,
+  serverStreamAll,
+  sharedStack,
+  unary,
+  type Stack,
+  type TestMerchant,
+} from '../src/harness/index.js';
 
 /**
  * Tenant isolation for every method of the gRPC contract, as isolation.test.ts proves it for every
@@ -46,17 +58,29 @@ const shownText = (value: unknown) => JSON.stringify(value, (_key, item: unknown
 
 const fixtures: Record<string, IsolationFixture> = {
   async '/merx.v1.ProductService/BatchCreateProducts'({ clients, b, product }) {
-    const answer = await unary<BatchCreateProductsResponse>(clients.products, 'BatchCreateProducts', create(BatchCreateProductsRequestSchema, { products: [{ sku: product.sku, title: 'B', price: '1.00', currency: 'EUR' }] }), bearer(b.token));
+    const answer = await unary<BatchCreateProductsResponse>(
+      clients.products,
+      'BatchCreateProducts',
+      create(BatchCreateProductsRequestSchema, { products: [{ sku: product.sku, title: 'B', price: '1.00', currency: 'EUR' }] }),
+      bearer(b.token),
+    );
     assert.equal(answer.results[0]!.outcome, ProductResult_Outcome.CREATED, "A's sku is free for B");
     return shownText(answer);
   },
   async '/merx.v1.ProductService/UpsertProducts'({ clients, b, product }) {
-    const answers = await bidiAll<UpsertProductsResponse>(clients.products, 'UpsertProducts', [create(UpsertProductsRequestSchema, { product: { sku: product.sku, title: 'B again', price: '2.00', currency: 'EUR' } })], bearer(b.token));
+    const answers = await bidiAll<UpsertProductsResponse>(
+      clients.products,
+      'UpsertProducts',
+      [create(UpsertProductsRequestSchema, { product: { sku: product.sku, title: 'B again', price: '2.00', currency: 'EUR' } })],
+      bearer(b.token),
+    );
     assert.notEqual(answers[0]!.result!.product!.id, product.id);
     return shownText(answers);
   },
   async '/merx.v1.ProductService/ExportProducts'({ clients, b }) {
-    return shownText(await serverStreamAll<ExportProductsResponse>(clients.products, 'ExportProducts', create(ExportProductsRequestSchema, {}), bearer(b.token)));
+    return shownText(
+      await serverStreamAll<ExportProductsResponse>(clients.products, 'ExportProducts', create(ExportProductsRequestSchema, {}), bearer(b.token)),
+    );
   },
   async '/merx.v1.RecordService/IngestRecords'({ clients, b, sourceId }) {
     const record = { type: RecordType.ORDER, externalId: 'iso-1', occurTime: timestampFromDate(new Date()), data: { total: 1 } };
@@ -68,14 +92,21 @@ const fixtures: Record<string, IsolationFixture> = {
     );
     assert.equal(theirs!.status, IngestRecordsResponse_Status.REJECTED);
     assert.equal(theirs!.problem!.code, 'not_found');
-    assert.equal(theirs!.problem!.detail.replace(sourceId, '<id>'), unknown!.problem!.detail.replace('src_00000000000000000000000000', '<id>'), "A's source is answered exactly as an unknown one");
+    assert.equal(
+      theirs!.problem!.detail.replace(sourceId, '<id>'),
+      unknown!.problem!.detail.replace('src_00000000000000000000000000', '<id>'),
+      "A's source is answered exactly as an unknown one",
+    );
     // The id B sent comes back in the detail, as in REST's 404; nothing else of A's does.
     return shownText(theirs).split(sourceId).join('<id>');
   },
   async '/merx.v1.EventService/StreamEvents'({ clients, b, startTime }) {
     // Everything B's stream shows from before A's changes until well after they settled.
     const seen = await new Promise<StreamEventsResponse[]>((resolve, reject) => {
-      const stream: grpc.ClientReadableStream<StreamEventsResponse> = clients.events.StreamEvents(create(StreamEventsRequestSchema, { cursor: { case: 'startTime', value: timestampFromDate(startTime) } }), bearer(b.token));
+      const stream: grpc.ClientReadableStream<StreamEventsResponse> = clients.events.StreamEvents(
+        create(StreamEventsRequestSchema, { cursor: { case: 'startTime', value: timestampFromDate(startTime) } }),
+        bearer(b.token),
+      );
       const events: StreamEventsResponse[] = [];
       stream.on('data', (event: StreamEventsResponse) => events.push(event));
       stream.on('error', (error: grpc.ServiceError) => (error.code === grpc.status.CANCELLED ? resolve(events) : reject(error)));
@@ -119,7 +150,12 @@ describe('tenant isolation, for every method of the gRPC contract', function () 
     const startTime = new Date();
     const [a, b] = await Promise.all([createMerchant(stack), createMerchant(stack)]);
     const clients = grpcClients(stack);
-    const created = await unary<BatchCreateProductsResponse>(clients.products, 'BatchCreateProducts', create(BatchCreateProductsRequestSchema, { products: [{ sku: 'A-ONLY', title: 'A', price: '1.00', currency: 'EUR' }] }), bearer(a.token));
+    const created = await unary<BatchCreateProductsResponse>(
+      clients.products,
+      'BatchCreateProducts',
+      create(BatchCreateProductsRequestSchema, { products: [{ sku: 'A-ONLY', title: 'A', price: '1.00', currency: 'EUR' }] }),
+      bearer(a.token),
+    );
     const source = await call(stack, 'POST', '/api/v1/sources', { token: a.token, body: { name: 'A shop', kind: 'storefront' } });
     assert.equal(source.status, 201, source.text);
     context = { stack, clients, a, b, product: { id: created.results[0]!.product!.id, sku: 'A-ONLY' }, sourceId: source.body.id, startTime };
@@ -140,7 +176,10 @@ describe('tenant isolation, for every method of the gRPC contract', function () 
 
       it('answers PERMISSION_DENIED to a token of the same merchant without its scope', async () => {
         const scope = grpcMethodScopes[path]!;
-        const key = await call(context.stack, 'POST', '/api/v1/api-keys', { token: context.a.token, body: { name: `All but ${scope}`, scopes: scopeNames.filter((s) => s !== scope) } });
+        const key = await call(context.stack, 'POST', '/api/v1/api-keys', {
+          token: context.a.token,
+          body: { name: `All but ${scope}`, scopes: scopeNames.filter((s) => s !== scope) },
+        });
         assert.equal(key.status, 201, key.text);
         const token = await issueToken(context.stack, key.body.secret);
         assert.equal((await invokeEmpty(context.stack, method, bearer(token)))?.code, grpc.status.PERMISSION_DENIED);
@@ -150,7 +189,8 @@ describe('tenant isolation, for every method of the gRPC contract', function () 
         const fixture = fixtures[path];
         assert.ok(fixture, `${path} has no isolation fixture`);
         const shown = await fixture(context);
-        for (const id of [context.a.merchantId, context.product.id, context.sourceId]) assert.ok(!shown.includes(id), `${path} showed B ${id}, which is A's:\n${shown.slice(0, 500)}`);
+        for (const id of [context.a.merchantId, context.product.id, context.sourceId])
+          assert.ok(!shown.includes(id), `${path} showed B ${id}, which is A's:\n${shown.slice(0, 500)}`);
         const ours = await call(context.stack, 'GET', `/api/v1/products/${context.product.id}`, { token: context.a.token });
         assert.equal(ours.body.title, 'A', "A's product is untouched");
       });

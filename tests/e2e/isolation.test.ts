@@ -58,7 +58,12 @@ function webhookResourcesOf(stack: Stack, owner: TestMerchant): Promise<WebhookR
       const query = `subscription_id=${subscription}&limit=1`;
       const event = await firstIdOf(stack, owner, '/api/v1/events?limit=1', "an event of the owner's in /api/v1/events");
       const delivery = await firstIdOf(stack, owner, `/api/v1/webhooks/deliveries?${query}`, 'a delivery to the subscription');
-      const deadLetter = await firstIdOf(stack, owner, `/api/v1/webhooks/dead-letters?${query}`, 'a dead letter of the subscription (refused connections past the retry window)');
+      const deadLetter = await firstIdOf(
+        stack,
+        owner,
+        `/api/v1/webhooks/dead-letters?${query}`,
+        'a dead letter of the subscription (refused connections past the retry window)',
+      );
       return { subscription, event, delivery, deadLetter };
     })();
     webhookResources.set(owner.merchantId, resources);
@@ -68,7 +73,10 @@ function webhookResourcesOf(stack: Stack, owner: TestMerchant): Promise<WebhookR
 
 const fixtures: Record<string, Fixture> = {
   '/api/v1/products/{id}': async (stack, owner) => {
-    const created = await call(stack, 'POST', '/api/v1/products', { token: owner.token, body: { sku: `ISO-${Date.now()}`, title: 'Owned by A', price: '1.00', currency: 'USD' } });
+    const created = await call(stack, 'POST', '/api/v1/products', {
+      token: owner.token,
+      body: { sku: `ISO-${Date.now()}`, title: 'Owned by A', price: '1.00', currency: 'USD' },
+    });
     assert.equal(created.status, 201, created.text);
     return { id: created.body.id };
   },
@@ -101,7 +109,8 @@ const fixtures: Record<string, Fixture> = {
     const requested = await call(stack, 'POST', '/api/v1/sandbox/reset', { token: owner.token, body: {} });
     assert.equal(requested.status, 202, requested.text);
     await until(
-      async () => ((await call(stack, 'GET', `/api/v1/sandbox/resets/${requested.body.id}`, { token: owner.token })).body.status === 'completed' ? true : undefined),
+      async () =>
+        (await call(stack, 'GET', `/api/v1/sandbox/resets/${requested.body.id}`, { token: owner.token })).body.status === 'completed' ? true : undefined,
       20_000,
       "the owner's sandbox reset",
     );
@@ -201,7 +210,10 @@ describe('tenant isolation, for every operation of the OpenAPI document', functi
   async function tokenWithout(scope: string): Promise<string> {
     let token = tokensWithout.get(scope);
     if (!token) {
-      const key = await call(stack, 'POST', '/api/v1/api-keys', { token: merchantA.token, body: { name: `All but ${scope}`, scopes: scopeNames.filter((s) => s !== scope) } });
+      const key = await call(stack, 'POST', '/api/v1/api-keys', {
+        token: merchantA.token,
+        body: { name: `All but ${scope}`, scopes: scopeNames.filter((s) => s !== scope) },
+      });
       assert.equal(key.status, 201, key.text);
       idsOfA.add(key.body.id);
       token = await issueToken(stack, key.body.secret);

@@ -44,7 +44,9 @@ describe('merchants the merchants service missed', function () {
 
   it('answers the lookup only to the service credential', async () => {
     const merchant = await createMerchant(stack);
-    const lookup = await fetch(`${stack.directUrl('oauth')}/internal/v1/merchants/${merchant.merchantId}`, { headers: { authorization: `Bearer ${merchant.token}` } });
+    const lookup = await fetch(`${stack.directUrl('oauth')}/internal/v1/merchants/${merchant.merchantId}`, {
+      headers: { authorization: `Bearer ${merchant.token}` },
+    });
     assert.equal(lookup.status, 401);
     assert.equal(((await lookup.json()) as { code: string }).code, 'unauthenticated');
   });

@@ -45,24 +45,36 @@ describe('merchant configuration through the gateway', () => {
       assert.equal(read.body.mode, 'sandbox');
       const etag = read.headers.get('etag')!;
 
-      const changed = await api('PATCH', '/api/v1/merchant', { body: { name: 'Renamed shop', default_currency: 'EUR', timezone: 'Europe/Berlin' }, headers: { 'if-match': etag } });
+      const changed = await api('PATCH', '/api/v1/merchant', {
+        body: { name: 'Renamed shop', default_currency: 'EUR', timezone: 'Europe/Berlin' },
+        headers: { 'if-match': etag },
+      });
       assert.equal(changed.status, 200, changed.text);
       assert.deepEqual([changed.body.name, changed.body.default_currency, changed.body.timezone], ['Renamed shop', 'EUR', 'Europe/Berlin']);
       assert.equal(changed.body.version, read.body.version + 1);
-      const event = await stack.events.waitFor((e) => e.topic === 'merchants.updated' && e.merchant_id === merchant.merchantId && e.data.object.name === 'Renamed shop');
+      const event = await stack.events.waitFor(
+        (e) => e.topic === 'merchants.updated' && e.merchant_id === merchant.merchantId && e.data.object.name === 'Renamed shop',
+      );
       assert.deepEqual(event.data.previous, { name: read.body.name, default_currency: read.body.default_currency, timezone: read.body.timezone });
 
       const stale = await api('PATCH', '/api/v1/merchant', { body: { name: 'Again' }, headers: { 'if-match': etag } });
       assert.equal(stale.status, 412);
       const operatorOnly = await api('PATCH', '/api/v1/merchant', { body: { plan: 'scale', mode: 'live', status: 'suspended', timezone: 'Mars/Olympus' } });
       assert.equal(operatorOnly.status, 422);
-      assert.deepEqual(operatorOnly.body.errors.map((e: any) => [e.field, e.code]).sort(), [['mode', 'read_only'], ['plan', 'read_only'], ['status', 'read_only']]);
+      assert.deepEqual(operatorOnly.body.errors.map((e: any) => [e.field, e.code]).sort(), [
+        ['mode', 'read_only'],
+        ['plan', 'read_only'],
+        ['status', 'read_only'],
+      ]);
       assert.equal((await api('GET', '/api/v1/merchant')).body.name, 'Renamed shop', 'a refused PATCH changes nothing');
     });
 
     it('follows the operator: a plan change made by the operator shows in the merchant', async () => {
       assert.equal((await merchantOnceKnown()).status, 200);
-      const replanned = await call(stack, 'PATCH', `/admin/v1/merchants/${merchant.merchantId}`, { headers: { authorization: `Bearer ${stack.operatorToken}` }, body: { plan: 'scale' } });
+      const replanned = await call(stack, 'PATCH', `/admin/v1/merchants/${merchant.merchantId}`, {
+        headers: { authorization: `Bearer ${stack.operatorToken}` },
+        body: { plan: 'scale' },
+      });
       assert.equal(replanned.status, 200, replanned.text);
       const deadline = Date.now() + 10_000;
       let plan: string | undefined;
@@ -134,18 +146,29 @@ describe('merchant configuration through the gateway', () => {
         for (const filter of resource.filter) {
           const listed = await api('GET', `/api/v1/${resource.path}?${filter}`);
           assert.equal(listed.status, 200, listed.text);
-          assert.deepEqual(listed.body.data.map((item: any) => item.id), [id], filter);
+          assert.deepEqual(
+            listed.body.data.map((item: any) => item.id),
+            [id],
+            filter,
+          );
         }
         // Rules have no status: there the parameter itself is refused, elsewhere its value.
         const nonsense = await api('GET', `/api/v1/${resource.path}?status=nonsense`);
         assert.equal(nonsense.status, 422, nonsense.text);
-        assert.deepEqual(nonsense.body.errors.map((e: any) => [e.field, e.code]), [['status', resource.path === 'rules' ? 'unknown_parameter' : 'invalid_value']]);
+        assert.deepEqual(
+          nonsense.body.errors.map((e: any) => [e.field, e.code]),
+          [['status', resource.path === 'rules' ? 'unknown_parameter' : 'invalid_value']],
+        );
 
         assert.equal((await api('DELETE', `/api/v1/${resource.path}/${id}`, { headers: { 'if-match': '"v1"' } })).status, 412);
         assert.equal((await api('DELETE', `/api/v1/${resource.path}/${id}`)).status, 204);
         assert.equal((await api('GET', `/api/v1/${resource.path}/${id}`)).status, 404);
 
-        const topics = async () => stack.events.forMerchant(merchant.merchantId).filter((e) => e.topic.startsWith(`${resource.topic}.`) && e.data.object.id === id).map((e) => e.topic);
+        const topics = async () =>
+          stack.events
+            .forMerchant(merchant.merchantId)
+            .filter((e) => e.topic.startsWith(`${resource.topic}.`) && e.data.object.id === id)
+            .map((e) => e.topic);
         await stack.events.waitFor((e) => e.topic === `${resource.topic}.deleted` && e.data.object.id === id);
         assert.deepEqual(await topics(), [`${resource.topic}.created`, `${resource.topic}.updated`, `${resource.topic}.deleted`]);
         const change = stack.events.seen.find((e) => e.topic === `${resource.topic}.updated` && e.data.object.id === id)!;
@@ -158,7 +181,10 @@ describe('merchant configuration through the gateway', () => {
         assert.equal(refused.headers.get('content-type'), 'application/problem+json');
         assert.deepEqual([...new Set(refused.body.errors.map((e: any) => e.field))].sort(), [...resource.invalidFields].sort());
         assert.equal((await api('GET', `/api/v1/${resource.path}`)).body.data.length, 0);
-        for (const [body, contentType] of [['{"name":', 'application/json'], ['name=x', 'text/plain']] as const) {
+        for (const [body, contentType] of [
+          ['{"name":', 'application/json'],
+          ['name=x', 'text/plain'],
+        ] as const) {
           const bad = await call(stack, 'POST', `/api/v1/${resource.path}`, { token: merchant.token, rawBody: body, contentType });
           assert.equal(bad.status, contentType === 'text/plain' ? 415 : 400);
         }
@@ -218,12 +244,21 @@ describe('merchant configuration through the gateway', () => {
     it('ties a source to a destination of the same merchant through ordered rules, with filters', async () => {
       const { source, destination, rule } = await wiring();
       const second = await created('/api/v1/rules', { name: 'Drop tests', action: 'drop', condition: 'external_id.startsWith("TEST-")' });
-      const connection = await created('/api/v1/connections', { name: 'Shop to ERP', source_id: source, destination_id: destination, rule_ids: [second.id, rule] });
+      const connection = await created('/api/v1/connections', {
+        name: 'Shop to ERP',
+        source_id: source,
+        destination_id: destination,
+        rule_ids: [second.id, rule],
+      });
       assert.deepEqual(connection.rule_ids, [second.id, rule]);
       assert.deepEqual(connection.event_types, ['orders.created', 'reviews.submitted', 'campaign_spend.updated', 'system_alerts.raised']);
       assert.equal(connection.status, 'active');
       for (const filter of [`source_id=${source}`, `destination_id=${destination}`, 'status=active']) {
-        assert.deepEqual((await api('GET', `/api/v1/connections?${filter}`)).body.data.map((c: any) => c.id), [connection.id], filter);
+        assert.deepEqual(
+          (await api('GET', `/api/v1/connections?${filter}`)).body.data.map((c: any) => c.id),
+          [connection.id],
+          filter,
+        );
       }
       const reordered = await api('PATCH', `/api/v1/connections/${connection.id}`, { body: { rule_ids: [rule, second.id], status: 'paused' } });
       assert.equal(reordered.status, 200, reordered.text);
@@ -231,20 +266,28 @@ describe('merchant configuration through the gateway', () => {
       const moved = await api('PATCH', `/api/v1/connections/${connection.id}`, { body: { source_id: source } });
       assert.equal(moved.status, 422);
       // ConnectionUpdate has no source_id but a connection shows one: the edge names it read-only.
-      assert.deepEqual(moved.body.errors.map((e: any) => [e.field, e.code]), [['source_id', 'read_only']]);
+      assert.deepEqual(
+        moved.body.errors.map((e: any) => [e.field, e.code]),
+        [['source_id', 'read_only']],
+      );
     });
 
-    it('refuses another merchant\'s or unknown source, destination and rules with 422, naming each', async () => {
+    it("refuses another merchant's or unknown source, destination and rules with 422, naming each", async () => {
       const ours = await wiring();
       const other = await createMerchant(stack);
       const theirs = await wiring(other);
-      const refused = await api('POST', '/api/v1/connections', { body: { source_id: theirs.source, destination_id: theirs.destination, rule_ids: [ours.rule, theirs.rule] } });
+      const refused = await api('POST', '/api/v1/connections', {
+        body: { source_id: theirs.source, destination_id: theirs.destination, rule_ids: [ours.rule, theirs.rule] },
+      });
       assert.equal(refused.status, 422, refused.text);
-      assert.deepEqual(refused.body.errors.map((e: any) => [e.field, e.code]), [
-        ['source_id', 'unknown_reference'],
-        ['destination_id', 'unknown_reference'],
-        ['rule_ids[1]', 'unknown_reference'],
-      ]);
+      assert.deepEqual(
+        refused.body.errors.map((e: any) => [e.field, e.code]),
+        [
+          ['source_id', 'unknown_reference'],
+          ['destination_id', 'unknown_reference'],
+          ['rule_ids[1]', 'unknown_reference'],
+        ],
+      );
       assert.equal(refused.text.includes('Shop'), false, 'nothing of the other merchant is shown');
       assert.equal((await api('GET', '/api/v1/connections')).body.data.length, 0);
     });
@@ -258,7 +301,8 @@ describe('merchant configuration through the gateway', () => {
         assert.match(refused.body.detail, new RegExp(connection.id));
       }
       assert.equal((await api('DELETE', `/api/v1/connections/${connection.id}`)).status, 204);
-      for (const path of [`/api/v1/sources/${source}`, `/api/v1/destinations/${destination}`, `/api/v1/rules/${rule}`]) assert.equal((await api('DELETE', path)).status, 204, path);
+      for (const path of [`/api/v1/sources/${source}`, `/api/v1/destinations/${destination}`, `/api/v1/rules/${rule}`])
+        assert.equal((await api('DELETE', path)).status, 204, path);
     });
 
     it('never lets a delete and a new connection both win when they race', async () => {
@@ -293,7 +337,9 @@ describe('merchant configuration through the gateway', () => {
       assert.equal(transform.body.errors[0].field, 'transform');
       const strayTransform = await api('POST', '/api/v1/rules', { body: { name: 't', action: 'drop', transform: { remove: ['x'] } } });
       assert.equal(strayTransform.status, 422);
-      const ok = await api('POST', '/api/v1/rules', { body: { name: 'Reshape', action: 'transform', transform: { keep: ['id', 'total'], rename: { total: 'amount' }, set: { channel: 'web' } } } });
+      const ok = await api('POST', '/api/v1/rules', {
+        body: { name: 'Reshape', action: 'transform', transform: { keep: ['id', 'total'], rename: { total: 'amount' }, set: { channel: 'web' } } },
+      });
       assert.equal(ok.status, 201, ok.text);
       assert.equal(ok.body.condition, 'true');
     });

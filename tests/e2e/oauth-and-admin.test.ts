@@ -35,9 +35,27 @@ describe('OAuth client credentials and operator provisioning', () => {
     const wrongSecret = `${merchant.clientId}_${'A'.repeat(32)}`;
     const cases = [
       { name: 'wrong secret', form: { grant_type: 'client_credentials' }, basic: [merchant.clientId, wrongSecret], status: 401, error: 'invalid_client' },
-      { name: 'unknown client', form: { grant_type: 'client_credentials' }, basic: ['mx_test_AAAAAAAAAAAAAAAA', `mx_test_AAAAAAAAAAAAAAAA_${'B'.repeat(32)}`], status: 401, error: 'invalid_client' },
-      { name: 'unknown scope', form: { grant_type: 'client_credentials', scope: 'products:read everything' }, basic: [merchant.clientId, merchant.apiKey], status: 400, error: 'invalid_scope' },
-      { name: 'unsupported grant', form: { grant_type: 'password', username: 'a', password: 'b' }, basic: [merchant.clientId, merchant.apiKey], status: 400, error: 'unsupported_grant_type' },
+      {
+        name: 'unknown client',
+        form: { grant_type: 'client_credentials' },
+        basic: ['mx_test_AAAAAAAAAAAAAAAA', `mx_test_AAAAAAAAAAAAAAAA_${'B'.repeat(32)}`],
+        status: 401,
+        error: 'invalid_client',
+      },
+      {
+        name: 'unknown scope',
+        form: { grant_type: 'client_credentials', scope: 'products:read everything' },
+        basic: [merchant.clientId, merchant.apiKey],
+        status: 400,
+        error: 'invalid_scope',
+      },
+      {
+        name: 'unsupported grant',
+        form: { grant_type: 'password', username: 'a', password: 'b' },
+        basic: [merchant.clientId, merchant.apiKey],
+        status: 400,
+        error: 'unsupported_grant_type',
+      },
       { name: 'no credentials', form: { grant_type: 'client_credentials' }, basic: undefined, status: 400, error: 'invalid_request' },
     ] as const;
     for (const { name, form, basic, status, error } of cases) {
@@ -56,11 +74,24 @@ describe('OAuth client credentials and operator provisioning', () => {
     const wrong = await call(stack, 'POST', '/admin/v1/merchants', { body, headers: { authorization: 'Bearer not-the-operator' } });
     assert.equal(wrong.status, 401);
     const operator = { authorization: `Bearer ${stack.operatorToken}` };
-    const invalid = await call(stack, 'POST', '/admin/v1/merchants', { headers: operator, body: { name: '', mode: 'staging', default_currency: 'EURO', timezone: 'Mars/Olympus', owner: { email: 'not-an-email', password: 'short' } } });
+    const invalid = await call(stack, 'POST', '/admin/v1/merchants', {
+      headers: operator,
+      body: { name: '', mode: 'staging', default_currency: 'EURO', timezone: 'Mars/Olympus', owner: { email: 'not-an-email', password: 'short' } },
+    });
     assert.equal(invalid.status, 422);
-    assert.deepEqual(invalid.body.errors.map((e: { field: string }) => e.field).sort(), ['default_currency', 'mode', 'name', 'owner.email', 'owner.password', 'timezone']);
+    assert.deepEqual(invalid.body.errors.map((e: { field: string }) => e.field).sort(), [
+      'default_currency',
+      'mode',
+      'name',
+      'owner.email',
+      'owner.password',
+      'timezone',
+    ]);
     const ownerless = await call(stack, 'POST', '/admin/v1/merchants', { headers: operator, body: { name: 'No owner' } });
-    assert.deepEqual(ownerless.body.errors.map((e: { field: string }) => e.field), ['owner']);
+    assert.deepEqual(
+      ownerless.body.errors.map((e: { field: string }) => e.field),
+      ['owner'],
+    );
     assert.equal((await call(stack, 'POST', '/admin/v1/merchants', { headers: operator, rawBody: '{"name":' })).status, 400);
     assert.equal((await call(stack, 'POST', '/admin/v1/merchants', { headers: operator, rawBody: 'name=x', contentType: 'text/plain' })).status, 415);
 
@@ -73,7 +104,10 @@ describe('OAuth client credentials and operator provisioning', () => {
     assert.match(created.body.owner.id, /^usr_/);
     assert.equal(created.body.owner.email, body.owner.email);
     assert.match(created.body.owner.password, /^[0-9A-Za-z]{24}$/, 'a generated password is returned once');
-    const sameEmail = await call(stack, 'POST', '/admin/v1/merchants', { headers: operator, body: { name: 'Copycat', owner: { email: body.owner.email.toUpperCase(), password: 'a long enough password' } } });
+    const sameEmail = await call(stack, 'POST', '/admin/v1/merchants', {
+      headers: operator,
+      body: { name: 'Copycat', owner: { email: body.owner.email.toUpperCase(), password: 'a long enough password' } },
+    });
     assert.equal(sameEmail.status, 409, 'owner emails are unique across Merx, case-insensitively');
     const event = await stack.events.waitFor((e) => e.topic === 'merchants.created' && e.merchant_id === created.body.merchant.id);
     assert.deepEqual(event.data.object, created.body.merchant);
@@ -87,7 +121,12 @@ describe('OAuth client credentials and operator provisioning', () => {
     const gateway = new URL(stack.baseUrl);
     const forged = await new Promise<{ status: number; body: string }>((resolve, reject) => {
       const sent = request(
-        { host: '127.0.0.1', port: gateway.port, path: '/oauth/.well-known/openid-configuration', headers: { host: 'evil.example', 'x-forwarded-host': 'evil.example', 'x-forwarded-proto': 'https' } },
+        {
+          host: '127.0.0.1',
+          port: gateway.port,
+          path: '/oauth/.well-known/openid-configuration',
+          headers: { host: 'evil.example', 'x-forwarded-host': 'evil.example', 'x-forwarded-proto': 'https' },
+        },
         (response) => {
           let body = '';
           response.setEncoding('utf8').on('data', (chunk: string) => (body += chunk));
@@ -106,7 +145,10 @@ describe('OAuth client credentials and operator provisioning', () => {
   });
 
   it('gives live merchants live keys', async () => {
-    const created = await call(stack, 'POST', '/admin/v1/merchants', { headers: { authorization: `Bearer ${stack.operatorToken}` }, body: { name: 'Live shop', mode: 'live', owner: { email: uniqueOwnerEmail(), password: 'correct horse battery staple' } } });
+    const created = await call(stack, 'POST', '/admin/v1/merchants', {
+      headers: { authorization: `Bearer ${stack.operatorToken}` },
+      body: { name: 'Live shop', mode: 'live', owner: { email: uniqueOwnerEmail(), password: 'correct horse battery staple' } },
+    });
     assert.equal(created.body.owner.password, undefined, 'a password the operator chose is never echoed');
     assert.equal(created.body.merchant.plan, 'standard');
     assert.match(created.body.api_key.secret, /^mx_live_/);

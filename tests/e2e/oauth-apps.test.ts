@@ -78,8 +78,11 @@ describe('third-party apps: authorization code + PKCE through the consent pages'
     assert.match(wrong.text, /aria-describedby="login-error"/);
     assert.match(wrong.text, /id="login-error"/);
 
-    const forged = await browser.request(formAction(wrong.text, '/login'), { method: 'POST', form: { csrf: 'forged', email: merchant.ownerEmail, password: merchant.ownerPassword } });
-    assert.equal(forged.status, 403, 'a POST without the page\'s CSRF field is refused');
+    const forged = await browser.request(formAction(wrong.text, '/login'), {
+      method: 'POST',
+      form: { csrf: 'forged', email: merchant.ownerEmail, password: merchant.ownerPassword },
+    });
+    assert.equal(forged.status, 403, "a POST without the page's CSRF field is refused");
 
     const consentPage = await browser.navigate(formAction(wrong.text, '/login'), {
       method: 'POST',
@@ -88,10 +91,16 @@ describe('third-party apps: authorization code + PKCE through the consent pages'
     assert.equal(consentPage.status, 200, consentPage.text);
     assert.match(consentPage.text, /Allow Shelf Sync/);
     assert.match(consentPage.text, /Read products\./, 'scopes are shown in plain words');
-    const landing = await browser.request(formAction(consentPage.text, `/${decision}`), { method: 'POST', form: { csrf: hiddenField(consentPage.text, 'csrf') } });
+    const landing = await browser.request(formAction(consentPage.text, `/${decision}`), {
+      method: 'POST',
+      form: { csrf: hiddenField(consentPage.text, 'csrf') },
+    });
     assert.equal(landing.status, 303);
     const final = await browser.navigate(landing.location!);
-    assert.ok(final.location?.startsWith(REDIRECT_URI), `lands on the app: ${final.status} ${/<h1[^>]*>([^<]*)/.exec(final.text)?.[1]} ${final.text.slice(-1500)}`);
+    assert.ok(
+      final.location?.startsWith(REDIRECT_URI),
+      `lands on the app: ${final.status} ${/<h1[^>]*>([^<]*)/.exec(final.text)?.[1]} ${final.text.slice(-1500)}`,
+    );
     return { callback: new URL(final.location!), ...request, browser };
   }
 
@@ -114,11 +123,17 @@ describe('third-party apps: authorization code + PKCE through the consent pages'
 
     const products = await call(stack, 'GET', '/api/v1/products', { token: tokens.access_token });
     assert.equal(products.status, 200);
-    const write = await call(stack, 'POST', '/api/v1/products', { token: tokens.access_token, body: { sku: 'X-1', title: 'X', price: '1.00', currency: 'USD' } });
+    const write = await call(stack, 'POST', '/api/v1/products', {
+      token: tokens.access_token,
+      body: { sku: 'X-1', title: 'X', price: '1.00', currency: 'USD' },
+    });
     assert.equal(write.status, 403);
 
     const installed = await call(stack, 'GET', '/api/v1/apps', { token: merchant.token });
-    assert.deepEqual(installed.body.data.map((entry: { id: string; scopes: string[] }) => [entry.id, [...entry.scopes].sort()]), [[app.id, ['merchant:read', 'products:read']]]);
+    assert.deepEqual(
+      installed.body.data.map((entry: { id: string; scopes: string[] }) => [entry.id, [...entry.scopes].sort()]),
+      [[app.id, ['merchant:read', 'products:read']]],
+    );
 
     const refreshed = await oidc.refreshTokenGrant(config, tokens.refresh_token!);
     assert.notEqual(refreshed.refresh_token, tokens.refresh_token, 'each use rotates the refresh token');
@@ -161,7 +176,10 @@ describe('third-party apps: authorization code + PKCE through the consent pages'
     assert.equal(revoked.status, 204);
     assert.equal(await oauthError(oidc.refreshTokenGrant(config, tokens.refresh_token!)), 'invalid_grant');
     const event = await stack.events.waitFor((e) => e.topic === 'apps.grant_revoked' && e.merchant_id === merchant.merchantId);
-    assert.deepEqual({ client_id: event.data.object.client_id, merchant_id: event.data.object.merchant_id }, { client_id: app.client_id, merchant_id: merchant.merchantId });
+    assert.deepEqual(
+      { client_id: event.data.object.client_id, merchant_id: event.data.object.merchant_id },
+      { client_id: app.client_id, merchant_id: merchant.merchantId },
+    );
     await untilRefused(tokens.access_token);
     assert.equal((await call(stack, 'DELETE', `/api/v1/apps/${app.id}/grant`, { token: merchant.token })).status, 404);
   });
@@ -186,7 +204,13 @@ describe('third-party apps: authorization code + PKCE through the consent pages'
 
   it('refuses plain PKCE, a missing PKCE, an unregistered redirect URI and scopes the app did not register', async () => {
     const browser = new Browser(stack.baseUrl);
-    const plain = oidc.buildAuthorizationUrl(config, { redirect_uri: REDIRECT_URI, scope: 'products:read', code_challenge: 'a'.repeat(43), code_challenge_method: 'plain', state: 's' });
+    const plain = oidc.buildAuthorizationUrl(config, {
+      redirect_uri: REDIRECT_URI,
+      scope: 'products:read',
+      code_challenge: 'a'.repeat(43),
+      code_challenge_method: 'plain',
+      state: 's',
+    });
     const plainAnswer = await browser.request(plain.toString());
     assert.equal(new URL(plainAnswer.location!).searchParams.get('error'), 'invalid_request');
 
@@ -210,7 +234,10 @@ describe('third-party apps: authorization code + PKCE through the consent pages'
     const browser = new Browser(stack.baseUrl);
     let page = await browser.navigate(request.url.toString());
     const attempt = async (password: string) => {
-      const answer = await browser.navigate(formAction(page.text, '/login'), { method: 'POST', form: { csrf: hiddenField(page.text, 'csrf'), email: merchant.ownerEmail, password } });
+      const answer = await browser.navigate(formAction(page.text, '/login'), {
+        method: 'POST',
+        form: { csrf: hiddenField(page.text, 'csrf'), email: merchant.ownerEmail, password },
+      });
       if (answer.status !== 303) page = answer;
       return answer;
     };
@@ -250,7 +277,10 @@ describe('third-party apps: authorization code + PKCE through the consent pages'
   it('validates app registration and keeps it operator-only', async () => {
     const operator = { authorization: `Bearer ${stack.operatorToken}` };
     assert.equal((await call(stack, 'POST', '/admin/v1/apps', { body: { name: 'x', redirect_uris: [REDIRECT_URI], scopes: ['products:read'] } })).status, 401);
-    const invalid = await call(stack, 'POST', '/admin/v1/apps', { headers: operator, body: { name: '', redirect_uris: ['http://example.com/cb'], scopes: ['everything'] } });
+    const invalid = await call(stack, 'POST', '/admin/v1/apps', {
+      headers: operator,
+      body: { name: '', redirect_uris: ['http://example.com/cb'], scopes: ['everything'] },
+    });
     assert.equal(invalid.status, 422);
     assert.deepEqual(invalid.body.errors.map((e: { field: string }) => e.field).sort(), ['name', 'redirect_uris[0]', 'scopes[0]']);
   });

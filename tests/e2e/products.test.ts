@@ -21,20 +21,30 @@ describe('products through the gateway', () => {
   }
 
   it('creates, reads, lists, updates and deletes, emitting one event per change', async () => {
-    const created = await call(stack, 'POST', '/api/v1/products', { token: merchant.token, body: newProduct('LIFE-1', { status: 'draft', inventory_quantity: 3, attributes: { color: 'red' } }) });
+    const created = await call(stack, 'POST', '/api/v1/products', {
+      token: merchant.token,
+      body: newProduct('LIFE-1', { status: 'draft', inventory_quantity: 3, attributes: { color: 'red' } }),
+    });
     assert.equal(created.status, 201);
     assert.equal(created.headers.get('etag'), '"v1"');
     assert.equal(created.headers.get('location'), `/api/v1/products/${created.body.id}`);
     const id = created.body.id as string;
 
-    const activated = await call(stack, 'PATCH', `/api/v1/products/${id}`, { token: merchant.token, body: { status: 'active', price: '12.5' }, headers: { 'if-match': '"v1"' } });
+    const activated = await call(stack, 'PATCH', `/api/v1/products/${id}`, {
+      token: merchant.token,
+      body: { status: 'active', price: '12.5' },
+      headers: { 'if-match': '"v1"' },
+    });
     assert.equal(activated.status, 200);
     assert.equal(activated.body.version, 2);
     assert.equal(activated.body.price, '12.50');
     assert.equal(activated.headers.get('etag'), '"v2"');
 
     const list = await call(stack, 'GET', '/api/v1/products', { token: merchant.token });
-    assert.deepEqual(list.body.data.map((p: { id: string }) => p.id), [id]);
+    assert.deepEqual(
+      list.body.data.map((p: { id: string }) => p.id),
+      [id],
+    );
     assert.equal(list.body.has_more, false);
 
     const deleted = await call(stack, 'DELETE', `/api/v1/products/${id}`, { token: merchant.token });
@@ -46,7 +56,10 @@ describe('products through the gateway', () => {
     assert.deepEqual(updated.data.previous, { status: 'draft', price: '10.00' });
     const gone = await stack.events.waitFor((e) => e.topic === 'products.deleted' && e.data.object.id === id);
     assert.equal(gone.data.object.version, 2);
-    const topics = stack.events.forMerchant(merchant.merchantId).filter((e) => e.topic.startsWith('products.')).map((e) => e.topic);
+    const topics = stack.events
+      .forMerchant(merchant.merchantId)
+      .filter((e) => e.topic.startsWith('products.'))
+      .map((e) => e.topic);
     assert.deepEqual(topics, ['products.created', 'products.updated', 'products.deleted']);
   });
 
@@ -71,10 +84,25 @@ describe('products through the gateway', () => {
   it('answers every kind of bad input with problem+json and writes nothing', async () => {
     const cases: Array<{ name: string; status: number; code: string; options: Parameters<typeof call>[3] }> = [
       { name: 'malformed JSON', status: 400, code: 'malformed_request', options: { token: merchant.token, rawBody: '{"sku": ' } },
-      { name: 'not JSON', status: 415, code: 'unsupported_media_type', options: { token: merchant.token, rawBody: 'sku=x', contentType: 'application/x-www-form-urlencoded' } },
-      { name: 'over 1 MiB', status: 413, code: 'payload_too_large', options: { token: merchant.token, rawBody: JSON.stringify(newProduct('BIG', { description: 'x'.repeat(1_100_000) })) } },
+      {
+        name: 'not JSON',
+        status: 415,
+        code: 'unsupported_media_type',
+        options: { token: merchant.token, rawBody: 'sku=x', contentType: 'application/x-www-form-urlencoded' },
+      },
+      {
+        name: 'over 1 MiB',
+        status: 413,
+        code: 'payload_too_large',
+        options: { token: merchant.token, rawBody: JSON.stringify(newProduct('BIG', { description: 'x'.repeat(1_100_000) })) },
+      },
       { name: 'float price', status: 422, code: 'validation_failed', options: { token: merchant.token, body: newProduct('BAD-1', { price: 10.5 }) } },
-      { name: 'too many decimals', status: 422, code: 'validation_failed', options: { token: merchant.token, body: newProduct('BAD-2', { price: '1.5', currency: 'JPY' }) } },
+      {
+        name: 'too many decimals',
+        status: 422,
+        code: 'validation_failed',
+        options: { token: merchant.token, body: newProduct('BAD-2', { price: '1.5', currency: 'JPY' }) },
+      },
       { name: 'no token', status: 401, code: 'unauthenticated', options: { body: newProduct('BAD-3') } },
       { name: 'garbage token', status: 401, code: 'unauthenticated', options: { token: 'not.a.jwt', body: newProduct('BAD-4') } },
     ];
@@ -101,10 +129,18 @@ describe('products through the gateway', () => {
     assert.equal(duplicate.body.code, 'conflict');
     const id = first.body.id as string;
     await call(stack, 'PATCH', `/api/v1/products/${id}`, { token: merchant.token, body: { title: 'v2' } });
-    const stale = await call(stack, 'PATCH', `/api/v1/products/${id}`, { token: merchant.token, body: { title: 'lost update' }, headers: { 'if-match': '"v1"' } });
+    const stale = await call(stack, 'PATCH', `/api/v1/products/${id}`, {
+      token: merchant.token,
+      body: { title: 'lost update' },
+      headers: { 'if-match': '"v1"' },
+    });
     assert.equal(stale.status, 412);
     assert.equal(stale.body.code, 'precondition_failed');
-    const unquoted = await call(stack, 'PATCH', `/api/v1/products/${id}`, { token: merchant.token, body: { title: 'lost update' }, headers: { 'if-match': 'v2' } });
+    const unquoted = await call(stack, 'PATCH', `/api/v1/products/${id}`, {
+      token: merchant.token,
+      body: { title: 'lost update' },
+      headers: { 'if-match': 'v2' },
+    });
     assert.equal(unquoted.status, 412);
     assert.match(unquoted.body.detail, /must be \* or quoted entity tags such as "v2"/, 'an unquoted tag is named as such, not reported as a mismatch');
     const toDraft = await call(stack, 'PATCH', `/api/v1/products/${id}`, { token: merchant.token, body: { status: 'draft' } });

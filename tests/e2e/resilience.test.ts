@@ -18,7 +18,10 @@ if (stackMode() === 'distributed') {
       // Writes still succeed while the broker is unreachable: the outbox holds their events.
       const ids: string[] = [];
       for (let i = 0; i < 20; i++) {
-        const created = await call(stack, 'POST', '/api/v1/products', { token: merchant.token, body: { sku: `OUTAGE-${i}`, title: 'Outage', price: '1.00', currency: 'USD' } });
+        const created = await call(stack, 'POST', '/api/v1/products', {
+          token: merchant.token,
+          body: { sku: `OUTAGE-${i}`, title: 'Outage', price: '1.00', currency: 'USD' },
+        });
         assert.equal(created.status, 201);
         ids.push(created.body.id);
       }
@@ -31,7 +34,12 @@ if (stackMode() === 'distributed') {
       await stack.start('catalog');
 
       for (const id of ids) await stack.events.waitFor((e) => e.topic === 'products.created' && e.data.object.id === id, 30_000, `products.created for ${id}`);
-      const delivered = new Set(stack.events.forMerchant(merchant.merchantId).filter((e) => e.topic === 'products.created').map((e) => e.data.object.id));
+      const delivered = new Set(
+        stack.events
+          .forMerchant(merchant.merchantId)
+          .filter((e) => e.topic === 'products.created')
+          .map((e) => e.data.object.id),
+      );
       assert.deepEqual([...delivered].sort(), [...ids].sort());
     });
 
@@ -43,7 +51,10 @@ if (stackMode() === 'distributed') {
       for (let i = 0; i < 30; i++) {
         if (i % 10 === 5) link.cut();
         if (i % 10 === 8) link.restore();
-        const created = await call(stack, 'POST', '/api/v1/products', { token: merchant.token, body: { sku: `FLAP-${i}`, title: 'Flap', price: '1.00', currency: 'USD' } });
+        const created = await call(stack, 'POST', '/api/v1/products', {
+          token: merchant.token,
+          body: { sku: `FLAP-${i}`, title: 'Flap', price: '1.00', currency: 'USD' },
+        });
         assert.equal(created.status, 201);
         ids.push(created.body.id);
       }

@@ -9,8 +9,10 @@ describe('sandbox reset', () => {
     stack = await sharedStack();
   });
 
-  const as = (merchant: TestMerchant) => (method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<ApiResponse> =>
-    call(stack, method, path, { token: merchant.token, ...(body === undefined ? {} : { body }), ...(headers ? { headers } : {}) });
+  const as =
+    (merchant: TestMerchant) =>
+    (method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<ApiResponse> =>
+      call(stack, method, path, { token: merchant.token, ...(body === undefined ? {} : { body }), ...(headers ? { headers } : {}) });
 
   /** Products, configuration, records, a subscription, deliveries and events: something in every service. */
   async function populate(merchant: TestMerchant): Promise<void> {
@@ -19,12 +21,25 @@ describe('sandbox reset', () => {
     const source = await api('POST', '/api/v1/sources', { name: 'Shop', kind: 'storefront' });
     const destination = await api('POST', '/api/v1/destinations', { name: 'ERP', url: 'http://127.0.0.1:9/erp', status: 'paused' });
     const rule = await api('POST', '/api/v1/rules', { name: 'All', action: 'forward' });
-    assert.equal((await api('POST', '/api/v1/connections', { source_id: source.body.id, destination_id: destination.body.id, rule_ids: [rule.body.id] })).status, 201);
+    assert.equal(
+      (await api('POST', '/api/v1/connections', { source_id: source.body.id, destination_id: destination.body.id, rule_ids: [rule.body.id] })).status,
+      201,
+    );
     assert.equal((await api('POST', '/api/v1/webhooks/subscriptions', { url: 'http://127.0.0.1:9/hooks', topics: ['*'], status: 'disabled' })).status, 201);
-    const ingested = await api('POST', `/api/v1/sources/${source.body.id}/records`, { records: [{ type: 'order', external_id: 'O-1', occurred_at: '2026-11-22T10:00:00Z', data: { total: 1 } }] });
+    const ingested = await api('POST', `/api/v1/sources/${source.body.id}/records`, {
+      records: [{ type: 'order', external_id: 'O-1', occurred_at: '2026-11-22T10:00:00Z', data: { total: 1 } }],
+    });
     assert.equal(ingested.body.accepted, 1, ingested.text);
-    await eventually(() => api('GET', `/api/v1/webhooks/deliveries?destination_id=${destination.body.id}`), (r) => r.body.data.length === 1, 'the routed delivery');
-    await eventually(() => api('GET', '/api/v1/events?topic=orders'), (r) => r.body.data.length === 1, 'the stored order event');
+    await eventually(
+      () => api('GET', `/api/v1/webhooks/deliveries?destination_id=${destination.body.id}`),
+      (r) => r.body.data.length === 1,
+      'the routed delivery',
+    );
+    await eventually(
+      () => api('GET', '/api/v1/events?topic=orders'),
+      (r) => r.body.data.length === 1,
+      'the stored order event',
+    );
   }
 
   const countsOf = async (merchant: TestMerchant) => {
@@ -42,7 +57,7 @@ describe('sandbox reset', () => {
     };
   };
 
-  it('wipes the sandbox merchant\'s data in every service, keeps its keys and audit log, and leaves other merchants alone', async function () {
+  it("wipes the sandbox merchant's data in every service, keeps its keys and audit log, and leaves other merchants alone", async function () {
     this.timeout(60_000);
     const merchant = await createMerchant(stack);
     const bystander = await createMerchant(stack);
@@ -55,16 +70,39 @@ describe('sandbox reset', () => {
     assert.equal(requested.status, 202, requested.text);
     assert.equal(requested.body.status, 'running');
     assert.equal(requested.headers.get('location'), `/api/v1/sandbox/resets/${requested.body.id}`);
-    assert.deepEqual(requested.body.services.map((s: any) => [s.service, s.status]), [['catalog', 'pending'], ['merchants', 'pending'], ['webhooks', 'pending']]);
+    assert.deepEqual(
+      requested.body.services.map((s: any) => [s.service, s.status]),
+      [
+        ['catalog', 'pending'],
+        ['merchants', 'pending'],
+        ['webhooks', 'pending'],
+      ],
+    );
 
-    const done = await eventually(() => api('GET', `/api/v1/sandbox/resets/${requested.body.id}`), (r) => r.body.status === 'completed', 'the reset to complete');
+    const done = await eventually(
+      () => api('GET', `/api/v1/sandbox/resets/${requested.body.id}`),
+      (r) => r.body.status === 'completed',
+      'the reset to complete',
+    );
     assert.ok(done.body.services.every((s: any) => s.status === 'completed' && s.completed_at));
     const byService = Object.fromEntries(done.body.services.map((s: any) => [s.service, s.removed]));
     assert.equal(byService.catalog.products, 1);
-    assert.deepEqual([byService.merchants.sources, byService.merchants.destinations, byService.merchants.rules, byService.merchants.connections, byService.merchants.records], [1, 1, 1, 1, 1]);
+    assert.deepEqual(
+      [byService.merchants.sources, byService.merchants.destinations, byService.merchants.rules, byService.merchants.connections, byService.merchants.records],
+      [1, 1, 1, 1, 1],
+    );
     assert.equal(byService.webhooks.subscriptions, 1);
     assert.ok(byService.webhooks.deliveries >= 1);
-    assert.deepEqual(await countsOf(merchant), { products: 0, sources: 0, destinations: 0, rules: 0, connections: 0, subscriptions: 0, deliveries: 0, orderEvents: 0 });
+    assert.deepEqual(await countsOf(merchant), {
+      products: 0,
+      sources: 0,
+      destinations: 0,
+      rules: 0,
+      connections: 0,
+      subscriptions: 0,
+      deliveries: 0,
+      orderEvents: 0,
+    });
     assert.deepEqual(await countsOf(bystander), before, 'another merchant keeps everything');
 
     // The API key still works (a new token), and the audit log still holds what happened before.
@@ -73,7 +111,11 @@ describe('sandbox reset', () => {
     assert.equal(audit.body.data.length, 1, 'the audit log survives a reset');
     const completed = await stack.events.waitFor((e) => e.topic === 'sandbox.reset_completed' && e.data.object.id === requested.body.id);
     assert.equal(completed.merchant_id, merchant.merchantId);
-    await eventually(() => call(stack, 'GET', '/api/v1/audit?action=sandbox.reset', { token: fresh }), (r) => r.body.data.length === 1, 'the reset in the audit log');
+    await eventually(
+      () => call(stack, 'GET', '/api/v1/audit?action=sandbox.reset', { token: fresh }),
+      (r) => r.body.data.length === 1,
+      'the reset in the audit log',
+    );
   });
 
   it('reseeds a small fixture set when asked', async function () {
@@ -83,7 +125,11 @@ describe('sandbox reset', () => {
     await populate(merchant);
     const requested = await api('POST', '/api/v1/sandbox/reset', { seed: true });
     assert.equal(requested.status, 202, requested.text);
-    const done = await eventually(() => api('GET', `/api/v1/sandbox/resets/${requested.body.id}`), (r) => r.body.status === 'completed', 'the seeded reset');
+    const done = await eventually(
+      () => api('GET', `/api/v1/sandbox/resets/${requested.body.id}`),
+      (r) => r.body.status === 'completed',
+      'the seeded reset',
+    );
     const seeded = Object.fromEntries(done.body.services.map((s: any) => [s.service, s.seeded]));
     assert.deepEqual(seeded.catalog, { products: 3 });
     assert.deepEqual(seeded.merchants, { sources: 1, destinations: 1, rules: 1, connections: 1 });

@@ -14,7 +14,11 @@ function rawRequest(stack: Stack, method: string, path: string, token: string, b
         port: origin.port,
         method,
         path,
-        headers: { host: origin.host, authorization: `Bearer ${token}`, ...(payload ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } : {}) },
+        headers: {
+          host: origin.host,
+          authorization: `Bearer ${token}`,
+          ...(payload ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } : {}),
+        },
       },
       (response) => {
         let text = '';
@@ -61,16 +65,25 @@ describe('sensitive operations cannot step outside their throttle class by case 
   it('counts every written form of every sensitive operation, or refuses it without acting', async function () {
     this.timeout(60_000);
     merchant = await createMerchant(stack);
-    const subscription = await call(stack, 'POST', '/api/v1/webhooks/subscriptions', { token: merchant.token, body: { url: 'https://example.com/hooks', topics: ['products'] } });
+    const subscription = await call(stack, 'POST', '/api/v1/webhooks/subscriptions', {
+      token: merchant.token,
+      body: { url: 'https://example.com/hooks', topics: ['products'] },
+    });
     assert.equal(subscription.status, 201, subscription.text);
     const key = await call(stack, 'POST', '/api/v1/api-keys', { token: merchant.token, body: { name: 'Target', scopes: ['products:read'] } });
     assert.equal(key.status, 201, key.text);
-    const destination = await call(stack, 'POST', '/api/v1/destinations', { token: merchant.token, body: { name: 'Target', url: 'http://127.0.0.1:9/erp', status: 'paused' } });
+    const destination = await call(stack, 'POST', '/api/v1/destinations', {
+      token: merchant.token,
+      body: { name: 'Target', url: 'http://127.0.0.1:9/erp', status: 'paused' },
+    });
     assert.equal(destination.status, 201, destination.text);
     const keysBefore = (await call(stack, 'GET', '/api/v1/api-keys?limit=100', { token: merchant.token })).body.data.length;
 
     // One sensitive request a minute, then spend it.
-    const set = await call(stack, 'PUT', `/admin/v1/merchants/${merchant.merchantId}/throttle`, { headers: { authorization: `Bearer ${stack.operatorToken}` }, body: { sensitive: { limit: 1, window_seconds: 60 } } });
+    const set = await call(stack, 'PUT', `/admin/v1/merchants/${merchant.merchantId}/throttle`, {
+      headers: { authorization: `Bearer ${stack.operatorToken}` },
+      body: { sensitive: { limit: 1, window_seconds: 60 } },
+    });
     assert.equal(set.status, 200, set.text);
     await eventually(
       () => call(stack, 'POST', '/api/v1/webhooks/dead-letters/replay', { token: merchant.token, body: {} }),
@@ -89,7 +102,10 @@ describe('sensitive operations cannot step outside their throttle class by case 
     ];
     // Every sensitive operation the gateway knows (but the token endpoint, counted per client id) is walked.
     for (const operation of SENSITIVE_OPERATIONS.filter((known) => !known.path.test('/oauth/token'))) {
-      assert.ok(operations.some(({ method, path }) => method === operation.method && operation.path.test(path)), `no variant walk for ${operation.what}`);
+      assert.ok(
+        operations.some(({ method, path }) => method === operation.method && operation.path.test(path)),
+        `no variant walk for ${operation.what}`,
+      );
     }
     const executed: string[] = [];
     for (const { method, path, body } of operations) {
@@ -105,11 +121,14 @@ describe('sensitive operations cannot step outside their throttle class by case 
     assert.equal(keysAfter.length, keysBefore, 'no key was created');
     assert.equal(keysAfter.find((listed: { id: string }) => listed.id === key.body.id)?.revoked_at, null, 'the target key was not revoked');
     assert.deepEqual(
-      stack.events.forMerchant(merchant.merchantId).filter((event) => ['webhooks.secret_rotated', 'sandbox.reset', 'api_keys.revoked'].includes(event.topic)).map((event) => event.topic),
+      stack.events
+        .forMerchant(merchant.merchantId)
+        .filter((event) => ['webhooks.secret_rotated', 'sandbox.reset', 'api_keys.revoked'].includes(event.topic))
+        .map((event) => event.topic),
       [],
       'no secret rotated, no reset, no revocation',
     );
     const unrotated = await call(stack, 'GET', `/api/v1/destinations/${destination.body.id}`, { token: merchant.token });
-    assert.equal(unrotated.body.version, 1, 'the destination\'s secret was not rotated');
+    assert.equal(unrotated.body.version, 1, "the destination's secret was not rotated");
   });
 });

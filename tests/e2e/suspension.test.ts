@@ -40,10 +40,22 @@ describe('merchant suspension by the operator', () => {
     assert.equal((await call(stack, 'GET', '/api/v1/products', { token: bystander.token })).status, 200, 'other merchants are untouched');
 
     const event = await stack.events.waitFor((e) => e.topic === 'merchants.standing_changed' && e.merchant_id === merchant.merchantId);
-    assert.deepEqual(event.data.object, { object: 'merchant_standing', id: merchant.merchantId, mode: 'sandbox', plan: suspended.body.plan, status: 'suspended', version: suspended.body.standing_version, updated_at: suspended.body.updated_at });
+    assert.deepEqual(event.data.object, {
+      object: 'merchant_standing',
+      id: merchant.merchantId,
+      mode: 'sandbox',
+      plan: suspended.body.plan,
+      status: 'suspended',
+      version: suspended.body.standing_version,
+      updated_at: suspended.body.updated_at,
+    });
     assert.deepEqual(event.data.previous, { status: 'active' });
     assert.deepEqual(event.context?.actor, { type: 'operator', id: 'operator' });
-    assert.equal(stack.events.seen.some((e) => e.topic === 'merchants.updated' && e.merchant_id === merchant.merchantId), false, 'the operator\'s change is not a profile change');
+    assert.equal(
+      stack.events.seen.some((e) => e.topic === 'merchants.updated' && e.merchant_id === merchant.merchantId),
+      false,
+      "the operator's change is not a profile change",
+    );
 
     const reactivated = await call(stack, 'PATCH', `/admin/v1/merchants/${merchant.merchantId}`, { headers: operator, body: { status: 'active' } });
     assert.equal(reactivated.body.status, 'active');
@@ -59,17 +71,34 @@ describe('merchant suspension by the operator', () => {
     const merchant = await createMerchant(stack);
     const receiver = await WebhookReceiver.start();
     try {
-      const subscription = await call(stack, 'POST', '/api/v1/webhooks/subscriptions', { token: merchant.token, body: { url: receiver.url(), topics: ['merchants.standing_changed'] } });
+      const subscription = await call(stack, 'POST', '/api/v1/webhooks/subscriptions', {
+        token: merchant.token,
+        body: { url: receiver.url(), topics: ['merchants.standing_changed'] },
+      });
       assert.equal(subscription.status, 201, subscription.text);
-      const profile = await eventually(() => call(stack, 'GET', '/api/v1/merchant', { token: merchant.token }), (response) => response.status === 200, 'the merchants service knowing the merchant');
-      const replanned = await call(stack, 'PATCH', `/admin/v1/merchants/${merchant.merchantId}`, { headers: { authorization: `Bearer ${stack.operatorToken}` }, body: { plan: 'scale' } });
+      const profile = await eventually(
+        () => call(stack, 'GET', '/api/v1/merchant', { token: merchant.token }),
+        (response) => response.status === 200,
+        'the merchants service knowing the merchant',
+      );
+      const replanned = await call(stack, 'PATCH', `/admin/v1/merchants/${merchant.merchantId}`, {
+        headers: { authorization: `Bearer ${stack.operatorToken}` },
+        body: { plan: 'scale' },
+      });
       assert.equal(replanned.status, 200, replanned.text);
 
       const delivered = await receiver.waitFor((request) => JSON.parse(request.body).topic === 'merchants.standing_changed');
       const body = JSON.parse(delivered.body);
       assert.deepEqual(createContractValidator().validateWebhook({ body: delivered.body }), []);
-      assert.deepEqual([body.data.object.plan, body.data.object.version, body.data.previous], ['scale', replanned.body.standing_version, { plan: profile.body.plan }]);
-      const followed = await eventually(() => call(stack, 'GET', '/api/v1/merchant', { token: merchant.token }), (response) => response.body.plan === 'scale', 'the merchants service taking the new standing');
+      assert.deepEqual(
+        [body.data.object.plan, body.data.object.version, body.data.previous],
+        ['scale', replanned.body.standing_version, { plan: profile.body.plan }],
+      );
+      const followed = await eventually(
+        () => call(stack, 'GET', '/api/v1/merchant', { token: merchant.token }),
+        (response) => response.body.plan === 'scale',
+        'the merchants service taking the new standing',
+      );
       assert.deepEqual(
         [followed.body.name, followed.body.profile_version, followed.body.standing_version, followed.body.version],
         [profile.body.name, profile.body.profile_version, replanned.body.standing_version, profile.body.version + 1],
@@ -86,7 +115,10 @@ describe('merchant suspension by the operator', () => {
     const invalid = await call(stack, 'PATCH', `/admin/v1/merchants/${merchant.merchantId}`, { headers: operator, body: { status: 'gone', name: 'x' } });
     assert.equal(invalid.status, 422);
     assert.deepEqual(invalid.body.errors.map((e: { field: string }) => e.field).sort(), ['name', 'status']);
-    assert.equal((await call(stack, 'PATCH', '/admin/v1/merchants/mch_00000000000000000000000000', { headers: operator, body: { status: 'suspended' } })).status, 404);
+    assert.equal(
+      (await call(stack, 'PATCH', '/admin/v1/merchants/mch_00000000000000000000000000', { headers: operator, body: { status: 'suspended' } })).status,
+      404,
+    );
     assert.equal((await call(stack, 'GET', '/api/v1/products', { token: merchant.token })).status, 200);
   });
 });

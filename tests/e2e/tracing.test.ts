@@ -77,7 +77,11 @@ describe('tracing across services (OpenTelemetry over OTLP)', () => {
     const inTrace = () => receiver.spans.filter((span) => span.traceId === traceId);
     const consumedBy = (spans: ReceivedSpan[], service: string) =>
       spans.find((span) => span.kind === KIND.consumer && span.name === 'process products.created' && serviceOf(span) === service);
-    const spans = await eventually(async () => inTrace(), (found) => consumedBy(found, 'audit') !== undefined && consumedBy(found, 'webhooks') !== undefined, 'both consumers\' spans');
+    const spans = await eventually(
+      async () => inTrace(),
+      (found) => consumedBy(found, 'audit') !== undefined && consumedBy(found, 'webhooks') !== undefined,
+      "both consumers' spans",
+    );
 
     const byId = new Map(spans.map((span) => [span.spanId, span]));
     const parentOf = (span: ReceivedSpan) => byId.get(span.parentSpanId);
@@ -90,13 +94,19 @@ describe('tracing across services (OpenTelemetry over OTLP)', () => {
     assert.equal(edge!.parentSpanId, '', 'the edge starts the trace');
     assert.notEqual(traceId, callerTrace.traceId);
     assert.deepEqual(edge!.links, [callerTrace]);
-    assert.ok(receiver.spans.every((span) => span.traceId !== callerTrace.traceId), 'no service joined the caller\'s trace');
+    assert.ok(
+      receiver.spans.every((span) => span.traceId !== callerTrace.traceId),
+      "no service joined the caller's trace",
+    );
     assert.equal(edge!.attributes['http.request.method'], 'POST');
     assert.equal(edge!.attributes['http.response.status_code'], 201);
-    const proxied = one('gateway call to the catalog', (span) => span.kind === KIND.client && serviceOf(parentOf(span) ?? span) === 'gateway' && span.name === 'POST catalog');
+    const proxied = one(
+      'gateway call to the catalog',
+      (span) => span.kind === KIND.client && serviceOf(parentOf(span) ?? span) === 'gateway' && span.name === 'POST catalog',
+    );
     assert.equal(proxied.parentSpanId, edge!.spanId);
     const catalog = one('catalog request', (span) => span.kind === KIND.server && serviceOf(span) === 'catalog');
-    assert.equal(catalog.parentSpanId, proxied.spanId, 'the catalog continues the gateway\'s trace (traceparent over HTTP)');
+    assert.equal(catalog.parentSpanId, proxied.spanId, "the catalog continues the gateway's trace (traceparent over HTTP)");
     assert.equal(catalog.name, 'POST /api/v1/products');
     assert.equal(catalog.attributes['merx.merchant_id'], merchant.merchantId);
 
@@ -104,11 +114,16 @@ describe('tracing across services (OpenTelemetry over OTLP)', () => {
       for (let current = parentOf(span); current; current = parentOf(current)) if (current.spanId === ancestor.spanId) return true;
       return false;
     };
-    const statements = spans.filter((span) => span.attributes['db.system.name'] === 'postgresql' && span.attributes['db.query.text'] !== undefined && descendsFrom(span, catalog));
-    assert.ok(statements.some((span) => /INSERT INTO catalog\.products/.test(String(span.attributes['db.query.text']))), 'the catalog\'s SQL is in the trace');
+    const statements = spans.filter(
+      (span) => span.attributes['db.system.name'] === 'postgresql' && span.attributes['db.query.text'] !== undefined && descendsFrom(span, catalog),
+    );
+    assert.ok(
+      statements.some((span) => /INSERT INTO catalog\.products/.test(String(span.attributes['db.query.text']))),
+      "the catalog's SQL is in the trace",
+    );
 
     const publish = one('publication of products.created', (span) => span.kind === KIND.producer && span.name === 'publish products.created');
-    assert.ok(descendsFrom(publish, catalog), 'the outbox relay publishes inside the request\'s trace');
+    assert.ok(descendsFrom(publish, catalog), "the outbox relay publishes inside the request's trace");
     for (const service of ['audit', 'webhooks']) {
       const consumed = consumedBy(spans, service)!;
       assert.equal(consumed.parentSpanId, publish.spanId, `${service} continues the trace from the message headers`);

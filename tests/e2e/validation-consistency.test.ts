@@ -79,26 +79,46 @@ describe('validation errors, the same in every service (through the gateway)', (
   it('writes field paths one way in every service: positions in brackets, members with dots, odd names quoted', async () => {
     // oauth: a scope the key may not have
     const key = await api('POST', '/api/v1/api-keys', { name: 'K', scopes: ['products:read', 'nope:write'], colour: 'red' });
-    assert.deepEqual(fieldErrors(key).sort(), [['colour', 'unknown_field'], ['scopes[1]', 'invalid_value']]);
+    assert.deepEqual(fieldErrors(key).sort(), [
+      ['colour', 'unknown_field'],
+      ['scopes[1]', 'invalid_value'],
+    ]);
     // oauth, operator: an app's redirect URIs and scopes, an owner's unknown member
     const operator = { authorization: `Bearer ${stack.operatorToken}` };
-    const app = await call(stack, 'POST', '/admin/v1/apps', { headers: operator, body: { name: 'A', redirect_uris: ['https://ok.example/cb', 'ftp://x'], scopes: ['products:read', 'bad'] } });
+    const app = await call(stack, 'POST', '/admin/v1/apps', {
+      headers: operator,
+      body: { name: 'A', redirect_uris: ['https://ok.example/cb', 'ftp://x'], scopes: ['products:read', 'bad'] },
+    });
     // Structure first (the unknown scope), at the edge; the redirect URI policy runs once the body is well formed.
     assert.deepEqual(fieldErrors(app).sort(), [['scopes[1]', 'invalid_value']]);
-    const provisioning = await call(stack, 'POST', '/admin/v1/merchants', { headers: operator, body: { name: 'M', owner: { email: 'x@example.com', 'full name': 'X' } } });
+    const provisioning = await call(stack, 'POST', '/admin/v1/merchants', {
+      headers: operator,
+      body: { name: 'M', owner: { email: 'x@example.com', 'full name': 'X' } },
+    });
     assert.deepEqual(fieldErrors(provisioning), [['owner["full name"]', 'unknown_field']]);
     // catalog: attribute keys
     const product = await api('POST', '/api/v1/products', { sku: 'P-1', title: 'T', price: '1.00', currency: 'EUR', attributes: { colour: 5, 'size.eu': 40 } });
-    assert.deepEqual(fieldErrors(product).sort(), [['attributes.colour', 'invalid_type'], ['attributes["size.eu"]', 'invalid_type']]);
+    assert.deepEqual(fieldErrors(product).sort(), [
+      ['attributes.colour', 'invalid_type'],
+      ['attributes["size.eu"]', 'invalid_type'],
+    ]);
     // webhooks: topics
     const subscription = await api('POST', '/api/v1/webhooks/subscriptions', { url: 'http://127.0.0.1:9/hooks', topics: ['orders', 'nope'] });
     assert.deepEqual(fieldErrors(subscription), [['topics[1]', 'invalid_value']]);
     // merchants: a transform's dotted keys and list positions
-    const rule = await api('POST', '/api/v1/rules', { name: 'R', action: 'transform', transform: { keep: ['a', 'b c'], set: { 'customer.email': 'x', 'customer..email': 1, 'bad key': 1 } } });
-    assert.deepEqual(fieldErrors(rule).sort(), [['transform.keep[1]', 'invalid_format'], ['transform.set["bad key"]', 'invalid_format'], ['transform.set["customer..email"]', 'invalid_format']]);
+    const rule = await api('POST', '/api/v1/rules', {
+      name: 'R',
+      action: 'transform',
+      transform: { keep: ['a', 'b c'], set: { 'customer.email': 'x', 'customer..email': 1, 'bad key': 1 } },
+    });
+    assert.deepEqual(fieldErrors(rule).sort(), [
+      ['transform.keep[1]', 'invalid_format'],
+      ['transform.set["bad key"]', 'invalid_format'],
+      ['transform.set["customer..email"]', 'invalid_format'],
+    ]);
   });
 
-  it('names each rejected record\'s fields relative to the record, in the same grammar', async () => {
+  it("names each rejected record's fields relative to the record, in the same grammar", async () => {
     const source = await api('POST', '/api/v1/sources', { name: 'Shop', kind: 'storefront' });
     const batch = await api('POST', `/api/v1/sources/${source.body.id}/records`, {
       records: [
@@ -107,16 +127,25 @@ describe('validation errors, the same in every service (through the gateway)', (
       ],
     });
     assert.equal(batch.status, 200, batch.text);
-    const fields = batch.body.results.map((result: { errors: Array<{ field: string; code: string }> }) => result.errors.map((error) => [error.field, error.code]).sort());
+    const fields = batch.body.results.map((result: { errors: Array<{ field: string; code: string }> }) =>
+      result.errors.map((error) => [error.field, error.code]).sort(),
+    );
     assert.deepEqual(fields, [
-      [['data.line_items[1]', 'invalid_type'], ['data.total', 'invalid_type']],
-      [['data.message', 'required'], ['data.severity', 'invalid_value']],
+      [
+        ['data.line_items[1]', 'invalid_type'],
+        ['data.total', 'invalid_type'],
+      ],
+      [
+        ['data.message', 'required'],
+        ['data.severity', 'invalid_value'],
+      ],
     ]);
     for (const result of batch.body.results) for (const error of result.errors) assert.match(error.field, FIELD_PATH);
   });
 });
 
-const resolve = <T>(value: T | Reference): T => (typeof value === 'object' && value !== null && '$ref' in value ? resolve(resolvePointer(openApiDocument, (value as Reference).$ref) as T) : (value as T));
+const resolve = <T>(value: T | Reference): T =>
+  typeof value === 'object' && value !== null && '$ref' in value ? resolve(resolvePointer(openApiDocument, (value as Reference).$ref) as T) : (value as T);
 
 interface BodyOperation {
   method: string;
@@ -138,7 +167,14 @@ function operationsWithJsonBodies(): BodyOperation[] {
       if (!operation || !json) continue;
       const example = (Object.values(json.examples ?? {})[0] as { value?: Record<string, unknown> } | undefined)?.value;
       assert.ok(example, `${operation.operationId} has no request example to start from`);
-      found.push({ method: method.toUpperCase(), template, operation, schema: resolve(json.schema) as BodyOperation['schema'], example, bodyRequired: requestBody!.required === true });
+      found.push({
+        method: method.toUpperCase(),
+        template,
+        operation,
+        schema: resolve(json.schema) as BodyOperation['schema'],
+        example,
+        bodyRequired: requestBody!.required === true,
+      });
     }
   }
   return found;
@@ -148,7 +184,13 @@ function operationsWithJsonBodies(): BodyOperation[] {
 function wrongTypeFor(schema: JsonSchema): unknown {
   const resolved = resolve(schema) as { type?: string | string[]; const?: unknown; enum?: unknown[] };
   const types = new Set(Array.isArray(resolved.type) ? resolved.type : resolved.type ? [resolved.type] : []);
-  const candidates: Array<[string, unknown]> = [['string', 'not-this-type'], ['integer', 12_345], ['boolean', true], ['array', []], ['object', {}]];
+  const candidates: Array<[string, unknown]> = [
+    ['string', 'not-this-type'],
+    ['integer', 12_345],
+    ['boolean', true],
+    ['array', []],
+    ['object', {}],
+  ];
   const admitted = (type: string) => types.has(type) || (type === 'integer' && types.has('number'));
   return candidates.find(([type]) => !admitted(type))![1];
 }
@@ -162,8 +204,15 @@ describe('every JSON request body of the OpenAPI document, checked at the edge t
     stack = await sharedStack();
     merchant = await createMerchant(stack);
     // A few hundred writes in a row: the requests must meet the validation, not the throttle.
-    const roomy = { burst: { capacity: 1_000_000, refill_per_second: 1_000_000 }, writes: { capacity: 1_000_000, refill_per_second: 1_000_000 }, sensitive: { limit: 1_000_000, window_seconds: 60 } };
-    const set = await call(stack, 'PUT', `/admin/v1/merchants/${merchant.merchantId}/throttle`, { headers: { authorization: `Bearer ${stack.operatorToken}` }, body: roomy });
+    const roomy = {
+      burst: { capacity: 1_000_000, refill_per_second: 1_000_000 },
+      writes: { capacity: 1_000_000, refill_per_second: 1_000_000 },
+      sensitive: { limit: 1_000_000, window_seconds: 60 },
+    };
+    const set = await call(stack, 'PUT', `/admin/v1/merchants/${merchant.merchantId}/throttle`, {
+      headers: { authorization: `Bearer ${stack.operatorToken}` },
+      body: roomy,
+    });
     assert.equal(set.status, 200, set.text);
   });
 
@@ -171,12 +220,21 @@ describe('every JSON request body of the OpenAPI document, checked at the edge t
   const concretePath = (template: string, operation: OperationObject) => {
     const item = openApiDocument.paths[template]!;
     const parameters = [...(item.parameters ?? []), ...(operation.parameters ?? [])].map((parameter) => resolve<ParameterObject>(parameter));
-    return parameters.filter((parameter) => parameter.in === 'path').reduce((path, parameter) => path.replace(`{${parameter.name}}`, (parameter.example as string | undefined) ?? 'x_01jd3k7q8m2x4v6b9c0d1e2f3g'), template);
+    return parameters
+      .filter((parameter) => parameter.in === 'path')
+      .reduce((path, parameter) => path.replace(`{${parameter.name}}`, (parameter.example as string | undefined) ?? 'x_01jd3k7q8m2x4v6b9c0d1e2f3g'), template);
   };
   const send = (target: BodyOperation, body: unknown, raw?: string) => {
     const operator = target.operation.security[0] && 'operator' in target.operation.security[0];
     const path = concretePath(target.template, target.operation);
-    return call(stack, target.method, path, operator ? { headers: { authorization: `Bearer ${stack.operatorToken}` }, ...(raw === undefined ? { body } : { rawBody: raw }) } : { token: merchant.token, ...(raw === undefined ? { body } : { rawBody: raw }) });
+    return call(
+      stack,
+      target.method,
+      path,
+      operator
+        ? { headers: { authorization: `Bearer ${stack.operatorToken}` }, ...(raw === undefined ? { body } : { rawBody: raw }) }
+        : { token: merchant.token, ...(raw === undefined ? { body } : { rawBody: raw }) },
+    );
   };
   /** The one 422 shape: problem+json, validation_failed, and errors of field, code and message. */
   const refusal = (response: ApiResponse, what: string): Array<[string, string]> => {
@@ -211,8 +269,14 @@ describe('every JSON request body of the OpenAPI document, checked at the edge t
         // A kind of value with a documented code (x-merx-error: a price is invalid_decimal) keeps it however it fails.
         const expected = (resolve(target.schema.properties![member]!) as { 'x-merx-error'?: { code: string } })['x-merx-error']?.code ?? 'invalid_type';
         const errors = refusal(await send(target, { ...target.example, [member]: wrong }), `${id} ${member}=${JSON.stringify(wrong)}`);
-        assert.ok(errors.some(([field, code]) => field === member && code === expected), `${id} ${member}=${JSON.stringify(wrong)}: ${JSON.stringify(errors)}`);
-        assert.ok(errors.every(([field]) => field === member), `${id} ${member}: only that member is named: ${JSON.stringify(errors)}`);
+        assert.ok(
+          errors.some(([field, code]) => field === member && code === expected),
+          `${id} ${member}=${JSON.stringify(wrong)}: ${JSON.stringify(errors)}`,
+        );
+        assert.ok(
+          errors.every(([field]) => field === member),
+          `${id} ${member}: only that member is named: ${JSON.stringify(errors)}`,
+        );
       }
       for (const body of [[], 'text', 7]) {
         assert.deepEqual(refusal(await send(target, body), `${id} body ${JSON.stringify(body)}`), [['(body)', 'invalid_type']], id);
@@ -227,6 +291,6 @@ describe('every JSON request body of the OpenAPI document, checked at the edge t
       assert.equal(list.status, 200, list.text);
       assert.equal(list.body.data.length, 0, `${path}: ${list.text}`);
     }
-    assert.equal((await call(stack, 'GET', '/api/v1/api-keys', { token: merchant.token })).body.data.length, 1, 'only the merchant\'s first key');
+    assert.equal((await call(stack, 'GET', '/api/v1/api-keys', { token: merchant.token })).body.data.length, 1, "only the merchant's first key");
   });
 });

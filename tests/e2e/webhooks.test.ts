@@ -30,14 +30,20 @@ const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 /** What a receiver checks without any Merx code: the hex HMAC-SHA256, keyed by the secret's bytes, of the other six fields' RFC 8785 form. */
 function bodyHmacOf(canonical: string, secret: string): string {
-  return createHmac('sha256', Buffer.from(secret.slice('whsec_'.length), 'base64')).update(canonical).digest('hex');
+  return createHmac('sha256', Buffer.from(secret.slice('whsec_'.length), 'base64'))
+    .update(canonical)
+    .digest('hex');
 }
 
 const contract = createContractValidator();
 
 /** Verifies a request as a subscriber would: Standard Webhooks headers, then the body's own HMAC; and holds it to the document's webhooks section. Answers the payload. */
 function verifiedPayload(request: ReceivedWebhook, secret: string): any {
-  assert.deepEqual(contract.validateWebhook({ body: request.body, headers: request.headers as Record<string, string> }), [], `webhook ${request.headers['webhook-id']} matches its webhooks entry`);
+  assert.deepEqual(
+    contract.validateWebhook({ body: request.body, headers: request.headers as Record<string, string> }),
+    [],
+    `webhook ${request.headers['webhook-id']} matches its webhooks entry`,
+  );
   const verified = new Webhook(secret).verify(request.body, request.headers as Record<string, string>) as Record<string, unknown>;
   const { hmac_sha256: claimed, ...fields } = JSON.parse(request.body) as Record<string, unknown>;
   assert.equal(bodyHmacOf(canonicalJson(fields), secret), claimed, `hmac_sha256 of ${request.headers['webhook-id']}`);
@@ -81,7 +87,11 @@ describe('webhooks end to end, through the gateway', () => {
   async function createProduct(sku: string): Promise<{ product: any; eventId: string }> {
     const created = await api('POST', '/api/v1/products', { body: newProduct(sku) });
     assert.equal(created.status, 201, created.text);
-    const event = await stack.events.waitFor((e) => e.topic === 'products.created' && e.data.object.id === created.body.id, 10_000, `products.created of ${sku}`);
+    const event = await stack.events.waitFor(
+      (e) => e.topic === 'products.created' && e.data.object.id === created.body.id,
+      10_000,
+      `products.created of ${sku}`,
+    );
     return { product: created.body, eventId: event.id };
   }
 
@@ -96,7 +106,14 @@ describe('webhooks end to end, through the gateway', () => {
   }
 
   async function deliveryWhen(id: string, condition: (delivery: any) => boolean, what: string, timeoutMs?: number): Promise<any> {
-    return (await eventually(() => api('GET', `/api/v1/webhooks/deliveries/${id}`), (response) => response.status === 200 && condition(response.body), what, timeoutMs)).body;
+    return (
+      await eventually(
+        () => api('GET', `/api/v1/webhooks/deliveries/${id}`),
+        (response) => response.status === 200 && condition(response.body),
+        what,
+        timeoutMs,
+      )
+    ).body;
   }
 
   async function subscriptionNow(id: string): Promise<any> {
@@ -122,19 +139,31 @@ describe('webhooks end to end, through the gateway', () => {
     // The test's event log hears the bus asynchronously: wait for each, never read it as it stands.
     const subscriptionEvents: string[] = [];
     for (const subscription of [all, products, updates]) {
-      const created = await stack.events.waitFor((e) => e.topic === 'webhooks.subscription_created' && e.data.object.id === subscription.id, 10_000, `subscription_created of ${subscription.id}`);
+      const created = await stack.events.waitFor(
+        (e) => e.topic === 'webhooks.subscription_created' && e.data.object.id === subscription.id,
+        10_000,
+        `subscription_created of ${subscription.id}`,
+      );
       subscriptionEvents.push(created.id);
     }
 
     // `*` gets everything of the merchant from its own creation on, the topic subscriber every product event.
     const wantedByAll = [...subscriptionEvents, ...productEvents];
-    await everything.waitUntil((received) => wantedByAll.every((id) => received.some((r) => r.headers['webhook-id'] === id)), 20_000, 'every event at the * endpoint');
+    await everything.waitUntil(
+      (received) => wantedByAll.every((id) => received.some((r) => r.headers['webhook-id'] === id)),
+      20_000,
+      'every event at the * endpoint',
+    );
     await byTopic.waitUntil((received) => productEvents.every((id) => received.some((r) => r.headers['webhook-id'] === id)), 20_000, 'every products event');
     await byName.waitFor((r) => r.headers['webhook-id'] === updatedEvent.id);
 
     // Fan-out stores an event before it delivers it, so the events API knows everything the receivers got.
     const merchantEvents = new Set((await api('GET', '/api/v1/events?limit=100')).body.data.map((e: any) => e.id));
-    for (const [endpoint, subscription] of [[everything, all], [byTopic, products], [byName, updates]] as const) {
+    for (const [endpoint, subscription] of [
+      [everything, all],
+      [byTopic, products],
+      [byName, updates],
+    ] as const) {
       const ids = endpoint.received.map((r) => r.headers['webhook-id'] as string);
       assert.equal(new Set(ids).size, ids.length, `no event twice at ${subscription.topics}`);
       for (const request of endpoint.received) {
@@ -149,8 +178,15 @@ describe('webhooks end to end, through the gateway', () => {
     assert.deepEqual(byTopic.received.map((r) => r.json.topic).sort(), ['products.created', 'products.deleted', 'products.updated']);
     // Fan-out writes all deliveries of an event in one transaction, and every event has been fanned out by now.
     const toUpdates = await api('GET', `/api/v1/webhooks/deliveries?subscription_id=${updates.id}`);
-    assert.deepEqual(toUpdates.body.data.map((d: any) => d.event_id), [updatedEvent.id], 'the exact-name subscription gets that event only');
-    assert.deepEqual(byName.received.map((r) => r.json.topic), ['products.updated']);
+    assert.deepEqual(
+      toUpdates.body.data.map((d: any) => d.event_id),
+      [updatedEvent.id],
+      'the exact-name subscription gets that event only',
+    );
+    assert.deepEqual(
+      byName.received.map((r) => r.json.topic),
+      ['products.updated'],
+    );
 
     // The payload is the event: the product as the API answered it, `previous` on the update.
     const created = byTopic.forEvent(createdId)[0]!.json;
@@ -203,11 +239,17 @@ describe('webhooks end to end, through the gateway', () => {
     // Schedule 500ms, 500ms, 1s (±10 %) within a 3 s window: three attempts at least, none after the window.
     assert.ok(deadA.attempt_count >= 3, `several attempts before giving up (${deadA.attempt_count})`);
     assert.equal(deadA.attempts.length, deadA.attempt_count);
-    assert.deepEqual(deadA.attempts.map((x: any) => x.number), deadA.attempts.map((_: any, i: number) => i + 1));
+    assert.deepEqual(
+      deadA.attempts.map((x: any) => x.number),
+      deadA.attempts.map((_: any, i: number) => i + 1),
+    );
     assert.ok(deadA.attempts.every((x: any) => x.status_code === 500 && x.error === 'http' && x.response_excerpt === 'receiver broke'));
     const starts = deadA.attempts.map((x: any) => Date.parse(x.started_at));
     const gaps = starts.slice(1).map((start: number, i: number) => start - starts[i]);
-    assert.ok(gaps.every((gap: number) => gap >= 440), `attempts are spaced by the schedule: ${gaps}`);
+    assert.ok(
+      gaps.every((gap: number) => gap >= 440),
+      `attempts are spaced by the schedule: ${gaps}`,
+    );
     // None scheduled after the 3 s window; a due retry may wait for the worker's next look (every 250 ms).
     assert.ok(starts.at(-1) - starts[0] <= 3_000 + 600, `no attempt after the 3 s window (${starts.at(-1) - starts[0]} ms)`);
     assert.equal(first.forEvent(eventId).length, deadA.attempt_count, 'every attempt reached the receiver');
@@ -216,18 +258,28 @@ describe('webhooks end to end, through the gateway', () => {
 
     // The dead letters carry the payload as sent and the last answer.
     const letters = await api('GET', `/api/v1/webhooks/dead-letters?subscription_id=${a.id}`);
-    assert.deepEqual(letters.body.data.map((l: any) => l.id), [deadA.id]);
+    assert.deepEqual(
+      letters.body.data.map((l: any) => l.id),
+      [deadA.id],
+    );
     const letter = (await api('GET', `/api/v1/webhooks/dead-letters/${deadA.id}`)).body;
     const sent = first.forEvent(eventId)[0]!.json;
     const { hmac_sha256: _hmac, ...payload } = sent;
     assert.deepEqual(letter.payload, payload);
     assert.deepEqual(letter.payload.data, { object: product });
-    assert.deepEqual([letter.event_id, letter.topic, letter.subscription_id, letter.last_status_code, letter.attempt_count], [eventId, 'products.created', a.id, 500, deadA.attempt_count]);
+    assert.deepEqual(
+      [letter.event_id, letter.topic, letter.subscription_id, letter.last_status_code, letter.attempt_count],
+      [eventId, 'products.created', a.id, 500, deadA.attempt_count],
+    );
     assert.match(letter.dead_at, ISO_UTC);
 
     // Each endpoint failed through a whole window: switched off, with an alert for the dead letter and one for the endpoint.
     for (const subscription of [a, b]) {
-      const now = await eventually(() => subscriptionNow(subscription.id), (s) => s.status === 'disabled', `${subscription.id} switched off`);
+      const now = await eventually(
+        () => subscriptionNow(subscription.id),
+        (s) => s.status === 'disabled',
+        `${subscription.id} switched off`,
+      );
       assert.equal(now.disabled_reason, 'endpoint_failing');
     }
     const alerts = await eventually(
@@ -236,11 +288,18 @@ describe('webhooks end to end, through the gateway', () => {
       'four alerts stored as events',
     );
     assert.equal(alerts.body.data.length, 4);
-    const alertOf = (kind: string, subscriptionId: string) => alerts.body.data.find((e: any) => e.data.object.kind === kind && e.data.object.subscription_id === subscriptionId);
-    for (const [subscription, dead] of [[a, deadA], [b, deadB]]) {
+    const alertOf = (kind: string, subscriptionId: string) =>
+      alerts.body.data.find((e: any) => e.data.object.kind === kind && e.data.object.subscription_id === subscriptionId);
+    for (const [subscription, dead] of [
+      [a, deadA],
+      [b, deadB],
+    ]) {
       const lettered = alertOf('event_dead_lettered', subscription.id);
       assert.ok(lettered, `event_dead_lettered for ${subscription.id}`);
-      assert.deepEqual([lettered.topic, lettered.data.object.delivery_id, lettered.data.object.event_id, lettered.data.object.severity], ['system_alerts.raised', dead.id, eventId, 'warning']);
+      assert.deepEqual(
+        [lettered.topic, lettered.data.object.delivery_id, lettered.data.object.event_id, lettered.data.object.severity],
+        ['system_alerts.raised', dead.id, eventId, 'warning'],
+      );
       const disabled = alertOf('endpoint_disabled', subscription.id);
       assert.ok(disabled, `endpoint_disabled for ${subscription.id}`);
       assert.equal(disabled.data.object.severity, 'critical');
@@ -262,7 +321,10 @@ describe('webhooks end to end, through the gateway', () => {
     assert.equal(replay.headers.get('location'), `/api/v1/webhooks/deliveries/${replay.body.id}`);
     assert.deepEqual([replay.body.replay_of, replay.body.event_id, replay.body.subscription_id], [deadA.id, eventId, a.id]);
     const replayed = await deliveryWhen(replay.body.id, (d) => d.status === 'succeeded', 'the replay delivered');
-    assert.deepEqual(replayed.attempts.map((x: any) => x.status_code), [200]);
+    assert.deepEqual(
+      replayed.attempts.map((x: any) => x.status_code),
+      [200],
+    );
     const again = first.forEvent(eventId).at(-1)!;
     assert.equal(first.forEvent(eventId).length, deadA.attempt_count + 1);
     assert.deepEqual(verifiedPayload(again, a.secret), verifiedPayload(first.forEvent(eventId)[0]!, a.secret), 'the same event id and payload');
@@ -279,7 +341,9 @@ describe('webhooks end to end, through the gateway', () => {
     assert.equal((await api('PATCH', `${SUBSCRIPTIONS}/${b.id}`, { body: { status: 'enabled' } })).status, 200);
     const none = await api('POST', '/api/v1/webhooks/dead-letters/replay', { body: { topic: 'orders' } });
     assert.deepEqual([none.status, none.body.replayed], [202, 0]);
-    const bulk = await api('POST', '/api/v1/webhooks/dead-letters/replay', { body: { subscription_id: b.id, topic: 'products.created', since: before, limit: 10 } });
+    const bulk = await api('POST', '/api/v1/webhooks/dead-letters/replay', {
+      body: { subscription_id: b.id, topic: 'products.created', since: before, limit: 10 },
+    });
     assert.equal(bulk.status, 202, bulk.text);
     assert.deepEqual([bulk.body.object, bulk.body.replayed, bulk.body.has_more], ['dead_letter_replay', 1, false]);
     const [bulkId] = bulk.body.delivery_ids;
@@ -333,9 +397,15 @@ describe('webhooks end to end, through the gateway', () => {
     const { eventId } = await createProduct('GONE-1');
     const dead = await deliveryWhen((await deliveryOf(eventId, subscription.id)).id, (d) => d.status === 'dead', 'dead on 410');
     assert.deepEqual([dead.attempt_count, dead.last_status_code], [1, 410]);
-    const now = await eventually(() => subscriptionNow(subscription.id), (s) => s.status === 'disabled', 'switched off');
+    const now = await eventually(
+      () => subscriptionNow(subscription.id),
+      (s) => s.status === 'disabled',
+      'switched off',
+    );
     assert.equal(now.disabled_reason, 'endpoint_gone');
-    await stack.events.waitFor((e) => e.topic === 'system_alerts.raised' && e.data.object.kind === 'endpoint_disabled' && e.data.object.subscription_id === subscription.id);
+    await stack.events.waitFor(
+      (e) => e.topic === 'system_alerts.raised' && e.data.object.kind === 'endpoint_disabled' && e.data.object.subscription_id === subscription.id,
+    );
     assert.equal(endpoint.received.length, 1);
   });
 
@@ -345,7 +415,10 @@ describe('webhooks end to end, through the gateway', () => {
     const subscription = await subscribe(endpoint.url(), ['products.created']);
     const { eventId } = await createProduct('SLOW-1');
     const delivery = await deliveryWhen((await deliveryOf(eventId, subscription.id)).id, (d) => d.status === 'succeeded', 'delivered after the wait');
-    assert.deepEqual(delivery.attempts.map((x: any) => x.status_code), [429, 200]);
+    assert.deepEqual(
+      delivery.attempts.map((x: any) => x.status_code),
+      [429, 200],
+    );
     const [first, second] = endpoint.forEvent(eventId);
     const gap = second!.receivedAt.getTime() - first!.receivedAt.getTime();
     assert.ok(gap >= 2_000, `waited ${gap} ms for Retry-After: 2 (the schedule says 500 ms)`);
@@ -354,12 +427,23 @@ describe('webhooks end to end, through the gateway', () => {
   });
 
   it('refuses private, loopback, link-local and CGNAT endpoints, and plain http for live merchants, writing nothing', async () => {
-    const refused = ['http://localhost:8080/hooks', 'http://10.0.0.1/', 'http://169.254.169.254/', 'http://100.64.0.1/', 'http://192.168.1.10/hooks', 'http://[::1]:9000/hooks'];
+    const refused = [
+      'http://localhost:8080/hooks',
+      'http://10.0.0.1/',
+      'http://169.254.169.254/',
+      'http://100.64.0.1/',
+      'http://192.168.1.10/hooks',
+      'http://[::1]:9000/hooks',
+    ];
     for (const url of refused) {
       const response = await api('POST', SUBSCRIPTIONS, { body: { url, topics: ['*'] } });
       assert.equal(response.status, 422, `${url}: ${response.text}`);
       assert.match(response.headers.get('content-type') ?? '', /^application\/problem\+json/);
-      assert.deepEqual(response.body.errors.map((e: any) => [e.field, e.code]), [['url', 'private_address']], url);
+      assert.deepEqual(
+        response.body.errors.map((e: any) => [e.field, e.code]),
+        [['url', 'private_address']],
+        url,
+      );
     }
     // `localhost` is refused for what it resolves to, not for its name.
     const byName = await api('POST', SUBSCRIPTIONS, { body: { url: 'http://localhost:8080/hooks', topics: ['*'] } });
@@ -367,23 +451,36 @@ describe('webhooks end to end, through the gateway', () => {
     const live = await createMerchant(stack, { mode: 'live' });
     const plain = await call(stack, 'POST', SUBSCRIPTIONS, { token: live.token, body: { url: 'http://hooks.example.com/merx', topics: ['*'] } });
     assert.equal(plain.status, 422);
-    assert.deepEqual(plain.body.errors.map((e: any) => [e.field, e.code]), [['url', 'https_required']]);
+    assert.deepEqual(
+      plain.body.errors.map((e: any) => [e.field, e.code]),
+      [['url', 'https_required']],
+    );
 
     for (const who of [merchant, live]) {
       assert.deepEqual((await call(stack, 'GET', SUBSCRIPTIONS, { token: who.token })).body.data, [], 'nothing half-written');
-      assert.deepEqual(stack.events.forMerchant(who.merchantId).filter((e) => e.topic.startsWith('webhooks.')), [], 'no event for a refused subscription');
+      assert.deepEqual(
+        stack.events.forMerchant(who.merchantId).filter((e) => e.topic.startsWith('webhooks.')),
+        [],
+        'no event for a refused subscription',
+      );
     }
   });
 
   it('audits every change of a subscription with the request that made it', async () => {
     const endpoint = await receiver();
-    const created = await api('POST', SUBSCRIPTIONS, { body: { url: endpoint.url(), topics: ['products'], description: 'ERP' }, headers: { 'idempotency-key': `sub-${Date.now()}` } });
+    const created = await api('POST', SUBSCRIPTIONS, {
+      body: { url: endpoint.url(), topics: ['products'], description: 'ERP' },
+      headers: { 'idempotency-key': `sub-${Date.now()}` },
+    });
     assert.equal(created.status, 201, created.text);
     assert.equal(created.headers.get('etag'), '"v1"');
     const id = created.body.id;
     const stale = await api('PATCH', `${SUBSCRIPTIONS}/${id}`, { body: { description: 'lost update' }, headers: { 'if-match': '"v9"' } });
     assert.equal(stale.status, 412);
-    const updated = await api('PATCH', `${SUBSCRIPTIONS}/${id}`, { body: { description: 'ERP, orders too', topics: ['products', 'orders'] }, headers: { 'if-match': '"v1"' } });
+    const updated = await api('PATCH', `${SUBSCRIPTIONS}/${id}`, {
+      body: { description: 'ERP, orders too', topics: ['products', 'orders'] },
+      headers: { 'if-match': '"v1"' },
+    });
     assert.equal(updated.status, 200, updated.text);
     assert.equal(updated.body.version, 2);
     const disabled = await api('PATCH', `${SUBSCRIPTIONS}/${id}`, { body: { status: 'disabled' } });
@@ -407,12 +504,18 @@ describe('webhooks end to end, through the gateway', () => {
       'the audit entries of the subscription',
     );
     const entries = audit.body.data;
-    assert.deepEqual(entries.map((e: any) => [e.action, e.request_id]), expected.map(([action, response]) => [action, response.headers.get('x-request-id')]));
+    assert.deepEqual(
+      entries.map((e: any) => [e.action, e.request_id]),
+      expected.map(([action, response]) => [action, response.headers.get('x-request-id')]),
+    );
     for (const entry of entries) {
       assert.deepEqual(entry.actor, { type: 'api_key', id: merchant.clientId });
       assert.deepEqual(entry.resource, { type: 'webhook_subscription', id });
     }
-    assert.deepEqual(entries[3].changes, { before: { description: 'ERP', topics: ['products'] }, after: { description: 'ERP, orders too', topics: ['products', 'orders'] } });
+    assert.deepEqual(entries[3].changes, {
+      before: { description: 'ERP', topics: ['products'] },
+      after: { description: 'ERP, orders too', topics: ['products', 'orders'] },
+    });
     assert.ok(!JSON.stringify(entries).includes('whsec_'), 'no secret in the audit log');
     assert.equal((await api('GET', '/api/v1/audit/verify')).body.valid, true);
   });
@@ -431,7 +534,13 @@ describe('webhooks end to end, through the gateway', () => {
         await stack.kill('webhooks'); // SIGKILL while the request is open: nothing is recorded
         await stack.start('webhooks');
         const delivery = await deliveryWhen(id, (d) => d.status === 'succeeded', 'the delivery completed after the crash', 30_000);
-        assert.deepEqual(delivery.attempts.map((x: any) => [x.number, x.error ?? x.status_code]), [[1, 'interrupted'], [2, 200]]);
+        assert.deepEqual(
+          delivery.attempts.map((x: any) => [x.number, x.error ?? x.status_code]),
+          [
+            [1, 'interrupted'],
+            [2, 200],
+          ],
+        );
         assert.equal(delivery.attempts[0].status_code, null);
         assert.equal(endpoint.forEvent(eventId).length, 2, 'sent again with the same webhook-id');
         verifiedPayload(endpoint.forEvent(eventId)[1]!, subscription.secret);
@@ -470,7 +579,12 @@ describe('webhooks end to end, through the gateway', () => {
         await db.connect();
         try {
           const endpoints = async () =>
-            (await db.query<{ id: string; version: number }>(`SELECT id, version FROM webhooks.endpoints WHERE merchant_id = $1 AND kind = 'destination' ORDER BY id`, [merchant.merchantId])).rows;
+            (
+              await db.query<{ id: string; version: number }>(
+                `SELECT id, version FROM webhooks.endpoints WHERE merchant_id = $1 AND kind = 'destination' ORDER BY id`,
+                [merchant.merchantId],
+              )
+            ).rows;
           for (let round = 0; round < 3; round++) {
             // A destination changed a few times just before the reset: its syncs and its removal race on two replicas.
             const wiped = await api('POST', '/api/v1/destinations', { body: { name: 'Old ERP', url: 'http://127.0.0.1:9/old', status: 'paused' } });
@@ -478,13 +592,26 @@ describe('webhooks end to end, through the gateway', () => {
             for (let change = 0; change < 3; change++) await api('PATCH', `/api/v1/destinations/${wiped.body.id}`, { body: { name: `Old ERP ${change}` } });
             const reset = await api('POST', '/api/v1/sandbox/reset', { body: { seed: true } });
             assert.equal(reset.status, 202, reset.text);
-            await eventually(() => api('GET', `/api/v1/sandbox/resets/${reset.body.id}`), (r) => r.body.status === 'completed', 'the seeded reset', 60_000);
+            await eventually(
+              () => api('GET', `/api/v1/sandbox/resets/${reset.body.id}`),
+              (r) => r.body.status === 'completed',
+              'the seeded reset',
+              60_000,
+            );
             const seeded = (await api('GET', '/api/v1/destinations')).body.data;
             assert.equal(seeded.length, 1);
             // The end state, with no later change to bring anything back: the seeded endpoint alone (each
             // round also checks that no destination wiped in an earlier round came back since).
-            await eventually(endpoints, (rows) => rows.length === 1 && rows[0]!.id === seeded[0].id && Number(rows[0]!.version) === 1, 'the engine to hold the seeded destination alone', 30_000);
-            const tombstone = await db.query(`SELECT version FROM webhooks.destination_tombstones WHERE merchant_id = $1 AND id = $2`, [merchant.merchantId, wiped.body.id]);
+            await eventually(
+              endpoints,
+              (rows) => rows.length === 1 && rows[0]!.id === seeded[0].id && Number(rows[0]!.version) === 1,
+              'the engine to hold the seeded destination alone',
+              30_000,
+            );
+            const tombstone = await db.query(`SELECT version FROM webhooks.destination_tombstones WHERE merchant_id = $1 AND id = $2`, [
+              merchant.merchantId,
+              wiped.body.id,
+            ]);
             assert.deepEqual(tombstone.rows, [{ version: 5 }], 'created, changed three times, removed by the reset');
           }
         } finally {
@@ -502,18 +629,34 @@ describe('webhooks end to end, through the gateway', () => {
         link.cut();
         const productEvents: string[] = [];
         try {
-          await eventually(() => adminReadiness(stack, 'webhooks'), (ready) => ready.body.checks['webhooks.bus'] === 'degraded', 'the webhooks service noticing the broker is gone');
+          await eventually(
+            () => adminReadiness(stack, 'webhooks'),
+            (ready) => ready.body.checks['webhooks.bus'] === 'degraded',
+            'the webhooks service noticing the broker is gone',
+          );
           for (let i = 0; i < 10; i++) productEvents.push((await createProduct(`CUT-${i}`)).eventId);
           // The service's own writes go to its outbox meanwhile.
           const patched = await api('PATCH', `${SUBSCRIPTIONS}/${subscription.id}`, { body: { description: 'changed while cut off' } });
           assert.equal(patched.status, 200, patched.text);
-          assert.equal(endpoint.received.filter((r) => productEvents.includes(r.headers['webhook-id'] as string)).length, 0, 'nothing reached fan-out while cut off');
+          assert.equal(
+            endpoint.received.filter((r) => productEvents.includes(r.headers['webhook-id'] as string)).length,
+            0,
+            'nothing reached fan-out while cut off',
+          );
         } finally {
           link.restore();
         }
-        const updatedEvent = await stack.events.waitFor((e) => e.topic === 'webhooks.subscription_updated' && e.data.object.id === subscription.id, 30_000, 'the outboxed update');
+        const updatedEvent = await stack.events.waitFor(
+          (e) => e.topic === 'webhooks.subscription_updated' && e.data.object.id === subscription.id,
+          30_000,
+          'the outboxed update',
+        );
         const wanted = [...productEvents, updatedEvent.id];
-        await endpoint.waitUntil((received) => wanted.every((id) => received.some((r) => r.headers['webhook-id'] === id)), 30_000, 'every event after the outage');
+        await endpoint.waitUntil(
+          (received) => wanted.every((id) => received.some((r) => r.headers['webhook-id'] === id)),
+          30_000,
+          'every event after the outage',
+        );
         const ids = endpoint.received.map((r) => r.headers['webhook-id']);
         assert.equal(new Set(ids).size, ids.length, 'nothing twice');
         for (const request of endpoint.received) verifiedPayload(request, subscription.secret);
@@ -611,7 +754,13 @@ if (stackMode() === 'embedded') {
           'the delivery completed after the restart',
           60_000,
         );
-        assert.deepEqual(delivery.attempts.map((x: any) => [x.number, x.error ?? x.status_code]), [[1, 'interrupted'], [2, 200]]);
+        assert.deepEqual(
+          delivery.attempts.map((x: any) => [x.number, x.error ?? x.status_code]),
+          [
+            [1, 'interrupted'],
+            [2, 200],
+          ],
+        );
         assert.equal(endpoint.forEvent(eventId).length, 2);
         const stored = await request(dev.base_url, token, 'GET', `/api/v1/products/${product.body.id}`);
         assert.equal(stored.status, 200, 'the product survived the crash');

@@ -8,9 +8,10 @@ import { apiKeyOfMerchant, call, issueToken, poisonedOnPurpose, sharedStack, sta
  */
 const NOT_MERCHANT_STATE: Record<string, string> = {
   'POST /oauth/token': 'token issuance is audited as auth.token_issued by the OAuth work, not as a resource change',
-  'POST /admin/v1/signing-keys/rotate': 'an operator act on the platform\'s keys; no merchant owns it',
+  'POST /admin/v1/signing-keys/rotate': "an operator act on the platform's keys; no merchant owns it",
   'POST /admin/v1/apps': 'an operator registering a third-party app on the platform; no merchant owns it until one installs it',
-  'POST /admin/v1/bus/poison/replay': 'an operator putting bus messages back on their queue: plumbing, no merchant state (the replayed events are audited as themselves)',
+  'POST /admin/v1/bus/poison/replay':
+    'an operator putting bus messages back on their queue: plumbing, no merchant state (the replayed events are audited as themselves)',
 };
 
 function templateOf(path: string, templates: string[]): string | undefined {
@@ -30,10 +31,14 @@ describe('audit completeness', () => {
     this.timeout(120_000);
     const operations = createContractValidator()
       .operations()
-      .filter((operation) => ['POST', 'PUT', 'PATCH', 'DELETE'].includes(operation.method) && !NOT_MERCHANT_STATE[`${operation.method} ${operation.pathTemplate}`]);
+      .filter(
+        (operation) => ['POST', 'PUT', 'PATCH', 'DELETE'].includes(operation.method) && !NOT_MERCHANT_STATE[`${operation.method} ${operation.pathTemplate}`],
+      );
     const templates = operations.map((operation) => operation.pathTemplate);
     const exercised = new Set(stateChangingCalls.map((made) => `${made.method} ${templateOf(made.path, templates)}`));
-    const missing = operations.filter((operation) => !exercised.has(`${operation.method} ${operation.pathTemplate}`)).map((operation) => `${operation.method} ${operation.pathTemplate} (${operation.operationId})`);
+    const missing = operations
+      .filter((operation) => !exercised.has(`${operation.method} ${operation.pathTemplate}`))
+      .map((operation) => `${operation.method} ${operation.pathTemplate} (${operation.operationId})`);
     assert.deepEqual(missing, [], 'state-changing operations no end-to-end test performs successfully, so their audit entries are unproven');
 
     // Each operation must have at least one call found in its merchant's log by request id. Not
@@ -49,7 +54,10 @@ describe('audit completeness', () => {
       const token = await tokenForMerchant(stack, merchantId);
       if (!token) continue;
       // Once every event of this merchant is in its log, the log has caught up: read it once.
-      const eventIds = stack.events.forMerchant(merchantId).filter((event) => !isInternalEvent(event.topic) && !poisonedOnPurpose.has(event.id)).map((event) => event.id);
+      const eventIds = stack.events
+        .forMerchant(merchantId)
+        .filter((event) => !isInternalEvent(event.topic) && !poisonedOnPurpose.has(event.id))
+        .map((event) => event.id);
       const requestIds = await auditedRequestIds(stack, token, eventIds);
       for (const made of calls) if (requestIds.has(made.requestId)) auditedOperations.add(`${made.method} ${templateOf(made.path, templates)}`);
     }
@@ -57,7 +65,7 @@ describe('audit completeness', () => {
     assert.deepEqual(unaudited, [], 'operations none of whose successful calls left an audit entry');
   });
 
-  it('every event published during the run is in its merchant\'s audit log', async function () {
+  it("every event published during the run is in its merchant's audit log", async function () {
     this.timeout(120_000);
     const byMerchant = new Map<string, Set<string>>();
     // Messages between services (internal.*) are plumbing, not merchant events: the public event of
@@ -102,7 +110,12 @@ async function allEntries(stack: Stack, token: string): Promise<Array<{ request_
   return entries;
 }
 
-async function waitForAudit(stack: Stack, token: string, wanted: string[], key: (entry: { request_id: string | null; event_id: string }) => string | null): Promise<Set<string>> {
+async function waitForAudit(
+  stack: Stack,
+  token: string,
+  wanted: string[],
+  key: (entry: { request_id: string | null; event_id: string }) => string | null,
+): Promise<Set<string>> {
   const deadline = Date.now() + 20_000;
   for (;;) {
     const found = new Set((await allEntries(stack, token)).map(key).filter((value): value is string => value !== null));

@@ -8,7 +8,14 @@ import { WebhookReceiver } from '@merx/webhooks/testing';
 import pg from 'pg';
 import { Webhook } from 'standardwebhooks';
 import { createMerchant, E2E_SIGNIN_ENV, E2E_THROTTLE_ENV, eventually, type TestMerchant } from '../src/harness/index.js';
-import { startPrivatePostgres, startPrivateRabbitMq, startPrivateRedis, type PrivatePostgres, type PrivateRabbitMq, type PrivateRedis } from '../src/harness/private-servers.js';
+import {
+  startPrivatePostgres,
+  startPrivateRabbitMq,
+  startPrivateRedis,
+  type PrivatePostgres,
+  type PrivateRabbitMq,
+  type PrivateRedis,
+} from '../src/harness/private-servers.js';
 
 /**
  * The fault suite (issue 13, point 11): the distributed mode under a steady load of product
@@ -123,7 +130,12 @@ describe('fault suite: nothing acknowledged is lost while services, the broker, 
 
   async function createProducts(worker: number): Promise<void> {
     for (let n = 0; loadRunning; n++) {
-      const answer = await untilAcknowledged('product', '/api/v1/products', { sku: `FAULT-${worker}-${n}`, title: `Fault load ${worker}-${n}`, price: '1.00', currency: 'USD' }, (a) => a.status === 201);
+      const answer = await untilAcknowledged(
+        'product',
+        '/api/v1/products',
+        { sku: `FAULT-${worker}-${n}`, title: `Fault load ${worker}-${n}`, price: '1.00', currency: 'USD' },
+        (a) => a.status === 201,
+      );
       if (answer) acknowledged.set(answer.body.id, { kind: 'product', ackedAt: Date.now() });
       await sleep(150);
     }
@@ -131,7 +143,12 @@ describe('fault suite: nothing acknowledged is lost while services, the broker, 
 
   async function ingestRecords(): Promise<void> {
     for (let batch = 0; loadRunning; batch++) {
-      const records = Array.from({ length: 5 }, (_, i) => ({ type: 'order', external_id: `ORDER-${batch}-${i}`, occurred_at: new Date().toISOString(), data: { total: batch + i, currency: 'EUR' } }));
+      const records = Array.from({ length: 5 }, (_, i) => ({
+        type: 'order',
+        external_id: `ORDER-${batch}-${i}`,
+        occurred_at: new Date().toISOString(),
+        data: { total: batch + i, currency: 'EUR' },
+      }));
       const answer = await untilAcknowledged('record', `/api/v1/sources/${sourceId}/records`, { records }, (a) => a.status === 200);
       for (const result of answer?.body.results ?? []) {
         if (result.status === 'rejected') rejectedWrites.push(`record ${result.external_id}: ${JSON.stringify(result.errors)}`);
@@ -185,7 +202,9 @@ describe('fault suite: nothing acknowledged is lost while services, the broker, 
       timeoutMs,
     ).catch((error: Error) => {
       const late = behind(ids);
-      throw new Error(`${error.message.slice(0, 200)}; ${late.length} still behind, e.g. ${late.slice(0, 5).join(', ')} (audited: ${late.filter((id) => audited.has(id)).length})`);
+      throw new Error(
+        `${error.message.slice(0, 200)}; ${late.length} still behind, e.g. ${late.slice(0, 5).join(', ')} (audited: ${late.filter((id) => audited.has(id)).length})`,
+      );
     });
   }
 
@@ -299,7 +318,12 @@ describe('fault suite: nothing acknowledged is lost while services, the broker, 
 
   it('measures the pipeline without a fault first (the baseline)', async function () {
     this.timeout(120_000);
-    await eventually(async () => acknowledged.size, (count) => count >= 20, 'the load getting going', 60_000);
+    await eventually(
+      async () => acknowledged.size,
+      (count) => count >= 20,
+      'the load getting going',
+      60_000,
+    );
     await underFault(
       'none (baseline)',
       async () => undefined,
@@ -358,7 +382,7 @@ describe('fault suite: nothing acknowledged is lost while services, the broker, 
     // Every acknowledged write is still there, through the API, once.
     const listAll = async (url: string): Promise<any[]> => {
       const all: any[] = [];
-      for (let cursor: string | null = ''; cursor !== null; ) {
+      for (let cursor: string | null = ''; cursor !== null;) {
         const page = await send('GET', `${url}${url.includes('?') ? '&' : '?'}limit=100${cursor ? `&cursor=${cursor}` : ''}`);
         assert.equal(page.status, 200, JSON.stringify(page.body));
         all.push(...page.body.data);
@@ -403,7 +427,10 @@ describe('fault suite: nothing acknowledged is lost while services, the broker, 
       '',
       '| fault | outage (s) | failed attempts, retried | first product create (s) | first record ingest (s) | audit and deliveries caught up (s) |',
       '| --- | ---: | ---: | ---: | ---: | ---: |',
-      ...figures.map((f) => `| ${f.fault} | ${seconds(f.outageMs)} | ${f.retriedAttempts} | ${seconds(f.firstProductAckMs)} | ${seconds(f.firstRecordAckMs)} | ${seconds(f.caughtUpMs)} |`),
+      ...figures.map(
+        (f) =>
+          `| ${f.fault} | ${seconds(f.outageMs)} | ${f.retriedAttempts} | ${seconds(f.firstProductAckMs)} | ${seconds(f.firstRecordAckMs)} | ${seconds(f.caughtUpMs)} |`,
+      ),
       '',
       '| count, by id | result |',
       '| --- | ---: |',

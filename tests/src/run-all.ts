@@ -143,8 +143,29 @@ async function reportCoverage(): Promise<void> {
   const c8 = path.join(repoRoot, 'node_modules/c8/bin/c8.js');
   const child = spawn(
     process.execPath,
-    [c8, 'report', '--temp-directory', coverageDir, '--reports-dir', path.join(repoRoot, 'coverage'), '--reporter', 'text-summary', '--reporter', 'html', '--src', repoRoot,
-      '--include', 'services/*/src/**', '--include', 'shared/*/src/**', '--exclude', '**/*.spec.ts', '--exclude', '**/test/**', '--exclude-after-remap'],
+    [
+      c8,
+      'report',
+      '--temp-directory',
+      coverageDir,
+      '--reports-dir',
+      path.join(repoRoot, 'coverage'),
+      '--reporter',
+      'text-summary',
+      '--reporter',
+      'html',
+      '--src',
+      repoRoot,
+      '--include',
+      'services/*/src/**',
+      '--include',
+      'shared/*/src/**',
+      '--exclude',
+      '**/*.spec.ts',
+      '--exclude',
+      '**/test/**',
+      '--exclude-after-remap',
+    ],
     { cwd: repoRoot, stdio: 'inherit' },
   );
   await new Promise((resolve) => child.once('exit', resolve));
@@ -190,7 +211,21 @@ async function main(): Promise<void> {
   const suites: Suite[] = [];
   // ESLint first: a finding fails the run like a failing test (eslint.config.mjs says which rules and why).
   if (!only || only === 'unit' || only === 'lint') {
-    suites.push({ name: 'lint (ESLint with typescript-eslint)', command: [process.execPath, path.join(repoRoot, 'node_modules/eslint/bin/eslint.js'), '--max-warnings', '0', '.'], cwd: repoRoot, timeoutMs: 5 * 60_000, counts: 'exit' });
+    suites.push({
+      name: 'lint (ESLint with typescript-eslint)',
+      command: [process.execPath, path.join(repoRoot, 'node_modules/eslint/bin/eslint.js'), '--max-warnings', '0', '.'],
+      cwd: repoRoot,
+      timeoutMs: 5 * 60_000,
+      counts: 'exit',
+    });
+    // Prettier's layout for every TypeScript and JavaScript source (.prettierrc.json; .prettierignore says what is left out and why).
+    suites.push({
+      name: 'format (Prettier)',
+      command: [process.execPath, path.join(repoRoot, 'node_modules/prettier/bin/prettier.cjs'), '--check', '.'],
+      cwd: repoRoot,
+      timeoutMs: 5 * 60_000,
+      counts: 'exit',
+    });
   }
   if (!only || only === 'unit') {
     suites.push({
@@ -202,7 +237,8 @@ async function main(): Promise<void> {
   }
   // 20 minutes: loading 10,000 products over gRPC takes about two of them on PGlite, where every
   // event also passes through the in-process bus's tables.
-  if (!only || only === 'embedded') suites.push({ name: 'end-to-end, embedded mode', files: e2eFiles, env: { MERX_E2E_MODE: 'embedded' }, timeoutMs: 20 * 60_000 });
+  if (!only || only === 'embedded')
+    suites.push({ name: 'end-to-end, embedded mode', files: e2eFiles, env: { MERX_E2E_MODE: 'embedded' }, timeoutMs: 20 * 60_000 });
 
   const failures: string[] = [];
   if (!only || only === 'distributed') {
@@ -228,7 +264,12 @@ async function main(): Promise<void> {
     // 4 to 12 minutes measured on a two-core machine whose cores other work shared (load average 13 to 35); 15 is the hard bound.
     const missing = missingPrivateServerBinaries();
     if (missing.length === 0) {
-      suites.push({ name: 'fault suite, distributed mode on private servers', files: compiledFiles([path.join(repoRoot, 'tests/dist/faults')], '.test.js'), env: { MERX_E2E_MODE: 'distributed' }, timeoutMs: 15 * 60_000 });
+      suites.push({
+        name: 'fault suite, distributed mode on private servers',
+        files: compiledFiles([path.join(repoRoot, 'tests/dist/faults')], '.test.js'),
+        env: { MERX_E2E_MODE: 'distributed' },
+        timeoutMs: 15 * 60_000,
+      });
     } else if (requireDistributed) {
       failures.push(`fault suite required but cannot start its own servers: ${missing.join(', ')} missing`);
     } else {

@@ -39,7 +39,10 @@ function resolver(document) {
   const resolve = (node) => {
     let current = node;
     while (current && typeof current.$ref === 'string') {
-      current = current.$ref.replace(/^#\//, '').split('/').reduce((at, key) => at?.[key], document);
+      current = current.$ref
+        .replace(/^#\//, '')
+        .split('/')
+        .reduce((at, key) => at?.[key], document);
     }
     return current ?? {};
   };

@@ -97,7 +97,9 @@ export class ConfigStore {
     const dir = path.join(this.dir, 'tokens');
     const prefix = `${encodeURIComponent(profileName)}-`;
     try {
-      return readdirSync(dir).filter((name) => name.startsWith(prefix)).map((name) => path.join(dir, name));
+      return readdirSync(dir)
+        .filter((name) => name.startsWith(prefix))
+        .map((name) => path.join(dir, name));
     } catch {
       return [];
     }

@@ -8,7 +8,9 @@ const EXAMPLES: Record<string, string[]> = {
   'webhooks dead-letters replay': ['merx webhooks dead-letters replay dlq_...'],
   'webhooks dead-letters replay-all': ['merx webhooks dead-letters replay-all --subscription-id whs_...'],
   'audit verify': ['merx audit verify', 'merx audit verify --json | jq .valid'],
-  'sources records create': ['merx sources records create src_... --records \'[{"type":"order","external_id":"o-1","occurred_at":"2026-11-22T10:04:05Z","data":{"total":"19.99","currency":"USD"}}]\''],
+  'sources records create': [
+    'merx sources records create src_... --records \'[{"type":"order","external_id":"o-1","occurred_at":"2026-11-22T10:04:05Z","data":{"total":"19.99","currency":"USD"}}]\'',
+  ],
 };
 
 export function examplesFor(path: readonly string[], entry: OperationEntry, required: readonly string[]): string {
@@ -16,7 +18,10 @@ export function examplesFor(path: readonly string[], entry: OperationEntry, requ
   const given = EXAMPLES[key];
   const args = entry.pathParams.map((name) => `<${name}>`).join(' ');
   const flags = required.map((name) => `--${name.replace(/_/g, '-')} …`).join(' ');
-  const lines = given ?? [`merx ${key}${args ? ` ${args}` : ''}${flags ? ` ${flags}` : ''}`, `merx ${key}${args ? ` ${args}` : ''}${flags ? ` ${flags}` : ''} --json`];
+  const lines = given ?? [
+    `merx ${key}${args ? ` ${args}` : ''}${flags ? ` ${flags}` : ''}`,
+    `merx ${key}${args ? ` ${args}` : ''}${flags ? ` ${flags}` : ''} --json`,
+  ];
   return `\nExamples:\n${lines.map((line) => `  $ ${line}`).join('\n')}\n`;
 }
 

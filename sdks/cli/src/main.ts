@@ -21,10 +21,10 @@ export function buildProgram(streams: Streams): { program: Command; context: Con
   program
     .description('The Merx API from a terminal or a CI script')
     .version(VERSION, '-v, --version')
-    .option('--api-key <key>', 'the API key (else MERX_API_KEY, else the profile\'s)')
+    .option('--api-key <key>', "the API key (else MERX_API_KEY, else the profile's)")
     .option('--profile <name>', 'the profile of `merx login` to use (else MERX_PROFILE, else default)')
-    .option('--base-url <url>', 'where Merx answers (else MERX_BASE_URL, the profile\'s, http://localhost:8080)')
-    .option('--grpc-url <host:port>', 'the gRPC API (else MERX_GRPC_URL, the profile\'s, the base URL\'s host on 50051)')
+    .option('--base-url <url>', "where Merx answers (else MERX_BASE_URL, the profile's, http://localhost:8080)")
+    .option('--grpc-url <host:port>', "the gRPC API (else MERX_GRPC_URL, the profile's, the base URL's host on 50051)")
     .option('--json', 'JSON on stdout even on a terminal (it is JSON whenever stdout is not a terminal)')
     .option('--fields <names>', 'keep only these top-level fields (comma-separated) of each object printed')
     .showHelpAfterError('(run with --help for usage)')

@@ -17,7 +17,11 @@ export class Output {
   readonly json: boolean;
   private readonly fields: string[] | undefined;
 
-  constructor(options: OutputOptions, readonly stdout: NodeJS.WriteStream = process.stdout, readonly stderr: NodeJS.WriteStream = process.stderr) {
+  constructor(
+    options: OutputOptions,
+    readonly stdout: NodeJS.WriteStream = process.stdout,
+    readonly stderr: NodeJS.WriteStream = process.stderr,
+  ) {
     this.json = Boolean(options.json) || !stdout.isTTY;
     this.fields = options.fields
       ?.split(',')

@@ -48,7 +48,8 @@ export function productLineOf(line: number, record: Record<string, unknown>): Pr
   const sku = record.sku;
   for (const name of ['sku', 'title', 'description', 'price', 'currency', 'status']) {
     const value = record[name];
-    if (value !== undefined && value !== null && typeof value !== 'string' && !(name === 'price' && typeof value === 'number')) return lineFailure(line, sku, `${name} must be a string`);
+    if (value !== undefined && value !== null && typeof value !== 'string' && !(name === 'price' && typeof value === 'number'))
+      return lineFailure(line, sku, `${name} must be a string`);
   }
   const status = text('status');
   if (status !== undefined && !(status in STATUS)) return lineFailure(line, sku, `status must be draft, active or archived, not ${status}`);
@@ -56,7 +57,8 @@ export function productLineOf(line: number, record: Record<string, unknown>): Pr
   const rawInventory = record.inventory_quantity;
   if (rawInventory !== undefined && rawInventory !== null && rawInventory !== '') {
     inventory = typeof rawInventory === 'number' ? rawInventory : /^-?\d+$/.test(String(rawInventory)) ? Number(rawInventory) : Number.NaN;
-    if (!Number.isInteger(inventory) || Math.abs(inventory) > 2_147_483_647) return lineFailure(line, sku, `inventory_quantity must be a whole number, not ${String(rawInventory)}`);
+    if (!Number.isInteger(inventory) || Math.abs(inventory) > 2_147_483_647)
+      return lineFailure(line, sku, `inventory_quantity must be a whole number, not ${String(rawInventory)}`);
   }
   let attributes: Record<string, unknown> = {};
   const rawAttributes = record.attributes;
@@ -68,7 +70,8 @@ export function productLineOf(line: number, record: Record<string, unknown>): Pr
     }
   } else if (rawAttributes && typeof rawAttributes === 'object') attributes = rawAttributes as Record<string, unknown>;
   if (attributes === null || typeof attributes !== 'object' || Array.isArray(attributes)) return lineFailure(line, sku, 'attributes must be a JSON object');
-  for (const [key, value] of Object.entries(record)) if (key.startsWith('attributes.') && value !== '' && value !== undefined) attributes[key.slice('attributes.'.length)] = value;
+  for (const [key, value] of Object.entries(record))
+    if (key.startsWith('attributes.') && value !== '' && value !== undefined) attributes[key.slice('attributes.'.length)] = value;
   const stringAttributes: Record<string, string> = {};
   for (const [key, value] of Object.entries(attributes)) {
     if (typeof value !== 'string') return lineFailure(line, sku, `attribute ${key} must be a string`);

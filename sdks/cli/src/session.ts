@@ -73,7 +73,9 @@ export class Session {
   apiKey(): string {
     const key = this.options.apiKey ?? this.env.MERX_API_KEY ?? this.profileData?.api_key;
     if (!key) {
-      throw new UsageError(`no API key: run \`merx login${this.profileName === 'default' ? '' : ` --profile ${this.profileName}`}\`, or pass --api-key or set MERX_API_KEY`);
+      throw new UsageError(
+        `no API key: run \`merx login${this.profileName === 'default' ? '' : ` --profile ${this.profileName}`}\`, or pass --api-key or set MERX_API_KEY`,
+      );
     }
     clientIdOf(key);
     return key;

@@ -87,13 +87,19 @@ export const TRIGGERS: Record<string, Step> = {
   'sources.updated': then(source, async (client, made) => (await client.sources.update(made.objects.source!, { status: 'paused' }), 'paused it')),
   'sources.deleted': then(source, async (client, made) => (await client.sources.delete(made.objects.source!), 'deleted it')),
   'destinations.created': destination,
-  'destinations.updated': then(destination, async (client, made) => (await client.destinations.update(made.objects.destination!, { name: tag() }), 'renamed it')),
+  'destinations.updated': then(
+    destination,
+    async (client, made) => (await client.destinations.update(made.objects.destination!, { name: tag() }), 'renamed it'),
+  ),
   'destinations.deleted': then(destination, async (client, made) => (await client.destinations.delete(made.objects.destination!), 'deleted it')),
   'rules.created': rule,
   'rules.updated': then(rule, async (client, made) => (await client.rules.update(made.objects.rule!, { enabled: false }), 'disabled it')),
   'rules.deleted': then(rule, async (client, made) => (await client.rules.delete(made.objects.rule!), 'deleted it')),
   'connections.created': connection,
-  'connections.updated': then(connection, async (client, made) => (await client.connections.update(made.objects.connection!, { status: 'paused' }), 'paused it')),
+  'connections.updated': then(
+    connection,
+    async (client, made) => (await client.connections.update(made.objects.connection!, { status: 'paused' }), 'paused it'),
+  ),
   'connections.deleted': then(connection, async (client, made) => (await client.connections.delete(made.objects.connection!), 'deleted it')),
   'orders.created': record('order'),
   'reviews.submitted': record('review'),
@@ -102,9 +108,18 @@ export const TRIGGERS: Record<string, Step> = {
   'api_keys.created': apiKey,
   'api_keys.revoked': then(apiKey, async (client, made) => (await client.apiKeys.revoke(made.objects.api_key!), 'revoked it')),
   'webhooks.subscription_created': subscription,
-  'webhooks.subscription_updated': then(subscription, async (client, made) => (await client.webhooks.subscriptions.update(made.objects.subscription!, { topics: ['products', 'orders'] }), 'changed its topics')),
-  'webhooks.subscription_deleted': then(subscription, async (client, made) => (await client.webhooks.subscriptions.delete(made.objects.subscription!), 'deleted it')),
-  'webhooks.secret_rotated': then(subscription, async (client, made) => (await client.webhooks.subscriptions.rotateSecret(made.objects.subscription!), 'rotated its secret')),
+  'webhooks.subscription_updated': then(
+    subscription,
+    async (client, made) => (await client.webhooks.subscriptions.update(made.objects.subscription!, { topics: ['products', 'orders'] }), 'changed its topics'),
+  ),
+  'webhooks.subscription_deleted': then(
+    subscription,
+    async (client, made) => (await client.webhooks.subscriptions.delete(made.objects.subscription!), 'deleted it'),
+  ),
+  'webhooks.secret_rotated': then(
+    subscription,
+    async (client, made) => (await client.webhooks.subscriptions.rotateSecret(made.objects.subscription!), 'rotated its secret'),
+  ),
 };
 
 export async function trigger(client: Merx, eventName: string): Promise<Triggered> {

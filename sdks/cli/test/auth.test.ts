@@ -49,7 +49,7 @@ describe('merx login, logout, whoami and the credentials every command uses', fu
     const logout = await cli.run(['logout']);
     assert.equal(logout.code, 0);
     assert.deepEqual(JSON.parse(readFileSync(configFile, 'utf8')).profiles, {});
-    assert.deepEqual(readdirSync(path.join(cli.configDir, 'tokens')), [], 'the profile\'s cached token went with it');
+    assert.deepEqual(readdirSync(path.join(cli.configDir, 'tokens')), [], "the profile's cached token went with it");
     const after = await cli.run(['whoami']);
     assert.equal(after.code, 2, 'no key is a usage error');
     assert.match(after.stderr, /merx login/);

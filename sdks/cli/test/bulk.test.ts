@@ -18,7 +18,10 @@ const BAD: Record<number, string> = {
 function productsFile(dir: string, prefix: string): string {
   const lines: string[] = [];
   for (let line = 1; line <= LINES; line += 1) {
-    lines.push(BAD[line] ?? JSON.stringify({ sku: `${prefix}-${line}`, title: `Product ${line}`, price: `${(line % 500) + 1}.99`, currency: 'USD', inventory_quantity: line % 7 }));
+    lines.push(
+      BAD[line] ??
+        JSON.stringify({ sku: `${prefix}-${line}`, title: `Product ${line}`, price: `${(line % 500) + 1}.99`, currency: 'USD', inventory_quantity: line % 7 }),
+    );
   }
   const file = path.join(dir, 'products.jsonl');
   writeFileSync(file, `${lines.join('\n')}\n`);
@@ -72,7 +75,10 @@ describe('merx import products and merx export products over gRPC', function () 
 
     const exported = await cli.run(['export', 'products'], { timeoutMs: 120_000 });
     assert.equal(exported.code, 0, exported.stderr);
-    const products = exported.stdout.trim().split('\n').map((line) => JSON.parse(line));
+    const products = exported.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line));
     assert.equal(products.length, LINES - 5);
     assert.equal(new Set(products.map((product) => product.sku)).size, LINES - 5);
     assert.equal(products[0].object, 'product');
@@ -108,7 +114,14 @@ describe('merx import products and merx export products over gRPC', function () 
 
     const out = path.join(cli.configDir, 'export.jsonl');
     assert.equal((await cli.run(['export', 'products', '--status', 'active', '-o', out])).code, 0);
-    assert.deepEqual(readFileSync(out, 'utf8').trim().split('\n').map((line) => JSON.parse(line).sku).sort(), ['CSV-1', 'CSV-4']);
+    assert.deepEqual(
+      readFileSync(out, 'utf8')
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line).sku)
+        .sort(),
+      ['CSV-1', 'CSV-4'],
+    );
     const reimported = JSON.parse((await cli.run(['import', 'products', out])).stdout);
     assert.equal(reimported.unchanged, 2, 'an export reads back as the same products');
     const csvExport = await cli.run(['export', 'products', '--format', 'csv', '--currency', 'EUR']);

@@ -35,7 +35,10 @@ describe('merx listen, trigger, events tail and webhooks deliveries tail', funct
       assert.equal((created!.data as { object: { id: string } }).object.id, triggered.objects.product);
       assert.equal(updated!.topic, 'products.updated');
       assert.equal(receiver.deliveries[0]!.headers['webhook-id'], created!.id);
-      assert.throws(() => webhooks.verify(receiver.deliveries[0]!.body, receiver.deliveries[0]!.headers as Record<string, string>, 'whsec_d3JvbmcgIHNlY3JldA=='), WebhookVerificationError);
+      assert.throws(
+        () => webhooks.verify(receiver.deliveries[0]!.body, receiver.deliveries[0]!.headers as Record<string, string>, 'whsec_d3JvbmcgIHNlY3JldA=='),
+        WebhookVerificationError,
+      );
     } finally {
       listen.kill();
       await receiver.close();
@@ -73,7 +76,18 @@ describe('merx listen, trigger, events tail and webhooks deliveries tail', funct
   it('trigger makes each kind of event it knows, and refuses one it does not', async () => {
     const merchant = await server.createMerchant();
     const cli = new Cli(server, merchant);
-    const names = ['products.deleted', 'reviews.submitted', 'campaign_spend.updated', 'system_alerts.raised', 'connections.updated', 'rules.deleted', 'api_keys.revoked', 'webhooks.secret_rotated', 'destinations.updated', 'sources.deleted'];
+    const names = [
+      'products.deleted',
+      'reviews.submitted',
+      'campaign_spend.updated',
+      'system_alerts.raised',
+      'connections.updated',
+      'rules.deleted',
+      'api_keys.revoked',
+      'webhooks.secret_rotated',
+      'destinations.updated',
+      'sources.deleted',
+    ];
     const since = new Date(Date.now() - 1000).toISOString();
     for (const name of names) {
       const result = await cli.run(['trigger', name]);
@@ -101,7 +115,10 @@ describe('merx listen, trigger, events tail and webhooks deliveries tail', funct
     await waitForOutput(tail, /products\.created/);
     await merx.products.create({ sku: 'TAIL-2', title: 'After', price: '1.00', currency: 'USD' });
     assert.equal(await exited(tail), 0);
-    const skus = out.trim().split('\n').map((line) => JSON.parse(line).data.object.sku);
+    const skus = out
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line).data.object.sku);
     assert.deepEqual(skus, ['TAIL-1', 'TAIL-2']);
     assert.equal((await cli.run(['events', 'tail', '--since', 'yesterday-ish'])).code, 2);
   });
@@ -119,7 +136,10 @@ describe('merx listen, trigger, events tail and webhooks deliveries tail', funct
       await waitForOutput(tail, /Following webhook deliveries/);
       await merx.products.create({ sku: 'DELIVER-1', title: 'Delivered', price: '1.00', currency: 'USD' });
       assert.equal(await exited(tail), 0);
-      const lines = out.trim().split('\n').map((line) => JSON.parse(line));
+      const lines = out
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line));
       assert.equal(lines.at(-1).status, 'succeeded');
       assert.equal(lines.at(-1).subscription_id, subscription.id);
       assert.equal(receiver.deliveries.length, 1);

@@ -28,10 +28,16 @@ describe('every operation of the API is a merx command', function () {
   });
 
   it('walks the served OpenAPI document: each operation has its command, each field its flag', async () => {
-    const document = (await (await fetch(`${server.baseUrl}/api/v1/openapi.json`)).json()) as { paths: Record<string, Record<string, { operationId?: string }>> };
+    const document = (await (await fetch(`${server.baseUrl}/api/v1/openapi.json`)).json()) as {
+      paths: Record<string, Record<string, { operationId?: string }>>;
+    };
     const { program } = buildProgram({ stdin: process.stdin, stdout: process.stdout, stderr: process.stderr });
     const byId = new Map(resourceOperations().map((operation) => [operation.entry.operationId, operation]));
-    const served = Object.values(document.paths).flatMap((item) => Object.values(item).map((operation) => operation.operationId).filter((id): id is string => Boolean(id)));
+    const served = Object.values(document.paths).flatMap((item) =>
+      Object.values(item)
+        .map((operation) => operation.operationId)
+        .filter((id): id is string => Boolean(id)),
+    );
     assert.ok(served.length >= 60, `the document has ${served.length} operations`);
     const missing: string[] = [];
     for (const operationId of served) {
@@ -42,7 +48,10 @@ describe('every operation of the API is a merx command', function () {
     assert.deepEqual(missing, [], 'operations without a command');
     const create = commandAt(program, ['products', 'create'])!;
     for (const flag of ['--sku', '--title', '--price', '--currency', '--inventory-quantity', '--attributes', '--data', '--idempotency-key']) {
-      assert.ok(create.options.some((option) => option.long === flag), `products create has ${flag}`);
+      assert.ok(
+        create.options.some((option) => option.long === flag),
+        `products create has ${flag}`,
+      );
     }
     assert.ok(commandAt(program, ['webhooks', 'dead-letters', 'replay-all'])!.options.some((option) => option.long === '--subscription-id'));
     assert.ok(commandAt(program, ['products', 'update'])!.options.some((option) => option.long === '--if-match'));
@@ -50,7 +59,9 @@ describe('every operation of the API is a merx command', function () {
   });
 
   it('the committed flags (src/generated/fields.ts) are up to date with the served document', async () => {
-    const { stdout, stderr } = await run(process.execPath, ['scripts/generate.mjs', '--check', '--from', `${server.baseUrl}/api/v1/openapi.json`], { cwd: packageRoot });
+    const { stdout, stderr } = await run(process.execPath, ['scripts/generate.mjs', '--check', '--from', `${server.baseUrl}/api/v1/openapi.json`], {
+      cwd: packageRoot,
+    });
     assert.equal(stdout + stderr, '');
   });
 
@@ -73,13 +84,31 @@ describe('every operation of the API is a merx command', function () {
       assert.equal((await step('health.retrieve', ['health', 'retrieve'])).status, 'ok');
       assert.equal((await step('readiness.retrieve', ['readiness', 'retrieve'])).status, 'ready');
       const clientId = merchant.apiKey.slice(0, merchant.apiKey.lastIndexOf('_'));
-      const token = await step('oauth.token', ['oauth', 'token', '--grant-type', 'client_credentials', '--client-id', clientId, '--client-secret', merchant.apiKey]);
+      const token = await step('oauth.token', [
+        'oauth',
+        'token',
+        '--grant-type',
+        'client_credentials',
+        '--client-id',
+        clientId,
+        '--client-secret',
+        merchant.apiKey,
+      ]);
       assert.equal(token.token_type.toLowerCase(), 'bearer');
 
       // Products, with --data from a file, an ETag precondition and the errors of each kind.
       const productFile = path.join(cli.configDir, 'product.json');
       writeFileSync(productFile, JSON.stringify({ sku: 'TOUR-1', title: 'Tour', price: '3.00', currency: 'USD' }));
-      const product = await step('products.create', ['products', 'create', '--data', `@${productFile}`, '--inventory-quantity', '4', '--attributes', '{"colour":"red"}']);
+      const product = await step('products.create', [
+        'products',
+        'create',
+        '--data',
+        `@${productFile}`,
+        '--inventory-quantity',
+        '4',
+        '--attributes',
+        '{"colour":"red"}',
+      ]);
       assert.equal(product.inventory_quantity, 4);
       assert.deepEqual(product.attributes, { colour: 'red' });
       const conflict = await step('products.create', ['products', 'create', '--sku', 'TOUR-1', '--title', 'Again', '--price', '1.00', '--currency', 'USD'], 1);
@@ -89,13 +118,19 @@ describe('every operation of the API is a merx command', function () {
       assert.match(invalid.stderr, /422 validation_failed/);
       assert.match(invalid.stderr, /price: /);
       assert.match((await cli.run(['products', 'create', '--sku', 'TOUR-2'])).stderr, /missing --title, --price, --currency/);
-      assert.equal((await cli.run(['products', 'create', '--sku', 'X', '--title', 'X', '--price', '1', '--currency', 'USD', '--inventory-quantity', 'many'])).code, 2);
+      assert.equal(
+        (await cli.run(['products', 'create', '--sku', 'X', '--title', 'X', '--price', '1', '--currency', 'USD', '--inventory-quantity', 'many'])).code,
+        2,
+      );
       assert.equal((await cli.run(['products', 'create', '--sku', 'X', '--title', 'X', '--price', '1', '--currency', 'USD', '--status', 'sold'])).code, 2);
       assert.equal((await cli.run(['products', 'frobnicate'])).code, 2);
       assert.equal((await cli.run(['products', 'create', '--no-such-flag'])).code, 2);
       assert.equal((await step('products.retrieve', ['products', 'retrieve', product.id])).id, product.id);
       assert.match((await step('products.retrieve', ['products', 'retrieve', 'prod_00000000000000000000000000'], 1)).stderr, /404/);
-      assert.deepEqual((await step('products.list', ['products', 'list', '--limit', '10'])).data.map((item: { id: string }) => item.id), [product.id]);
+      assert.deepEqual(
+        (await step('products.list', ['products', 'list', '--limit', '10'])).data.map((item: { id: string }) => item.id),
+        [product.id],
+      );
       const stale = await step('products.update', ['products', 'update', product.id, '--title', 'Tour 2', '--if-match', '"v9"'], 1);
       assert.match(stale.stderr, /412/);
       const updated = await step('products.update', ['products', 'update', product.id, '--title', 'Tour 2', '--if-match', '"v1"']);
@@ -116,39 +151,99 @@ describe('every operation of the API is a merx command', function () {
       // Configuration and records.
       const source = await step('sources.create', ['sources', 'create', '--name', 'Shop', '--kind', 'storefront', '--settings', '{"domain":"shop.example"}']);
       const destination = await step('destinations.create', ['destinations', 'create', '--name', 'ERP', '--url', receiver.url, '--kind', 'webhook']);
-      const rule = await step('rules.create', ['rules', 'create', '--name', 'Large', '--condition', 'data.total >= 100.0', '--action', 'forward', '--event-types', 'orders.created']);
-      const connection = await step('connections.create', ['connections', 'create', '--source-id', source.id, '--destination-id', destination.id, '--rule-ids', rule.id]);
+      const rule = await step('rules.create', [
+        'rules',
+        'create',
+        '--name',
+        'Large',
+        '--condition',
+        'data.total >= 100.0',
+        '--action',
+        'forward',
+        '--event-types',
+        'orders.created',
+      ]);
+      const connection = await step('connections.create', [
+        'connections',
+        'create',
+        '--source-id',
+        source.id,
+        '--destination-id',
+        destination.id,
+        '--rule-ids',
+        rule.id,
+      ]);
       assert.deepEqual(connection.rule_ids, [rule.id]);
-      for (const [resource, id] of [['sources', source.id], ['destinations', destination.id], ['rules', rule.id], ['connections', connection.id]] as const) {
+      for (const [resource, id] of [
+        ['sources', source.id],
+        ['destinations', destination.id],
+        ['rules', rule.id],
+        ['connections', connection.id],
+      ] as const) {
         assert.equal((await step(`${resource}.retrieve`, [resource, 'retrieve', id])).id, id);
-        assert.ok((await step(`${resource}.list`, [resource, 'list', '--all'])).some((item: { id: string }) => item.id === id), `${resource} list --all`);
+        assert.ok(
+          (await step(`${resource}.list`, [resource, 'list', '--all'])).some((item: { id: string }) => item.id === id),
+          `${resource} list --all`,
+        );
       }
       assert.equal((await step('sources.update', ['sources', 'update', source.id, '--name', 'Shop EU'])).name, 'Shop EU');
       assert.equal((await step('destinations.update', ['destinations', 'update', destination.id, '--name', 'ERP EU'])).name, 'ERP EU');
       assert.equal((await step('rules.update', ['rules', 'update', rule.id, '--enabled', 'false'])).enabled, false);
       assert.equal((await step('connections.update', ['connections', 'update', connection.id, '--name', 'Shop to ERP'])).name, 'Shop to ERP');
-      const records = JSON.stringify([{ type: 'order', external_id: 'order-1', occurred_at: '2026-01-02T03:04:05.678Z', data: { total: 120.0, currency: 'EUR' } }]);
+      const records = JSON.stringify([
+        { type: 'order', external_id: 'order-1', occurred_at: '2026-01-02T03:04:05.678Z', data: { total: 120.0, currency: 'EUR' } },
+      ]);
       assert.equal((await step('sources.records.create', ['sources', 'records', 'create', source.id, '--records', records])).results[0].status, 'accepted');
-      assert.deepEqual((await step('sources.records.list', ['sources', 'records', 'list', source.id])).data.map((record: { external_id: string }) => record.external_id), ['order-1']);
-      for (const [resource, id] of [['connections', connection.id], ['rules', rule.id], ['destinations', destination.id], ['sources', source.id]] as const) {
+      assert.deepEqual(
+        (await step('sources.records.list', ['sources', 'records', 'list', source.id])).data.map((record: { external_id: string }) => record.external_id),
+        ['order-1'],
+      );
+      for (const [resource, id] of [
+        ['connections', connection.id],
+        ['rules', rule.id],
+        ['destinations', destination.id],
+        ['sources', source.id],
+      ] as const) {
         assert.equal(await step(`${resource}.delete`, [resource, 'delete', id]), undefined);
       }
 
       // Webhooks: an endpoint that fails, so a delivery dies and is replayed.
-      const subscription = await step('webhooks.subscriptions.create', ['webhooks', 'subscriptions', 'create', '--url', failing.url, '--topics', 'products.updated']);
+      const subscription = await step('webhooks.subscriptions.create', [
+        'webhooks',
+        'subscriptions',
+        'create',
+        '--url',
+        failing.url,
+        '--topics',
+        'products.updated',
+      ]);
       await step('products.update', ['products', 'update', product.id, '--title', 'Tour 3']);
       assert.equal((await step('webhooks.subscriptions.retrieve', ['webhooks', 'subscriptions', 'retrieve', subscription.id])).url, failing.url);
-      assert.ok((await step('webhooks.subscriptions.list', ['webhooks', 'subscriptions', 'list'])).data.some((item: { id: string }) => item.id === subscription.id));
-      assert.notEqual((await step('webhooks.subscriptions.rotate_secret', ['webhooks', 'subscriptions', 'rotate-secret', subscription.id])).secret, subscription.secret);
-      assert.equal((await step('webhooks.subscriptions.stats.retrieve', ['webhooks', 'subscriptions', 'stats', 'retrieve', subscription.id])).subscription_id, subscription.id);
-      const dead = await eventually(async () => (await cli.json(['webhooks', 'dead-letters', 'list', '--subscription-id', subscription.id])).data[0], 'a dead letter');
+      assert.ok(
+        (await step('webhooks.subscriptions.list', ['webhooks', 'subscriptions', 'list'])).data.some((item: { id: string }) => item.id === subscription.id),
+      );
+      assert.notEqual(
+        (await step('webhooks.subscriptions.rotate_secret', ['webhooks', 'subscriptions', 'rotate-secret', subscription.id])).secret,
+        subscription.secret,
+      );
+      assert.equal(
+        (await step('webhooks.subscriptions.stats.retrieve', ['webhooks', 'subscriptions', 'stats', 'retrieve', subscription.id])).subscription_id,
+        subscription.id,
+      );
+      const dead = await eventually(
+        async () => (await cli.json(['webhooks', 'dead-letters', 'list', '--subscription-id', subscription.id])).data[0],
+        'a dead letter',
+      );
       called.add('webhooks.dead_letters.list');
       assert.equal((await step('webhooks.dead_letters.retrieve', ['webhooks', 'dead-letters', 'retrieve', dead.id])).event_id, dead.event_id);
       const deliveries = (await step('webhooks.deliveries.list', ['webhooks', 'deliveries', 'list', '--subscription-id', subscription.id])).data;
       assert.ok((await step('webhooks.deliveries.retrieve', ['webhooks', 'deliveries', 'retrieve', deliveries[0].id])).attempts.length > 0);
       await step('webhooks.subscriptions.update', ['webhooks', 'subscriptions', 'update', subscription.id, '--status', 'enabled', '--url', receiver.url]);
       assert.equal((await step('webhooks.dead_letters.replay', ['webhooks', 'dead-letters', 'replay', dead.id])).event_id, dead.event_id);
-      assert.equal((await step('webhooks.dead_letters.replay_all', ['webhooks', 'dead-letters', 'replay-all', '--subscription-id', subscription.id])).object, 'dead_letter_replay');
+      assert.equal(
+        (await step('webhooks.dead_letters.replay_all', ['webhooks', 'dead-letters', 'replay-all', '--subscription-id', subscription.id])).object,
+        'dead_letter_replay',
+      );
       await step('webhooks.subscriptions.delete', ['webhooks', 'subscriptions', 'delete', subscription.id]);
 
       // Events and the audit log.
@@ -168,12 +263,45 @@ describe('every operation of the API is a merx command', function () {
       await step('apps.uninstall', ['apps', 'uninstall', 'app_00000000000000000000000000'], 1);
 
       // The operator's API under `merx operator`, with MERX_OPERATOR_TOKEN.
-      const provisioned = await step('merchants.admin.create', ['operator', 'merchants', 'create', '--name', 'Operator tour', '--owner', `{"email":"op-${merchant.id}@cli-tests.example"}`]);
+      const provisioned = await step('merchants.admin.create', [
+        'operator',
+        'merchants',
+        'create',
+        '--name',
+        'Operator tour',
+        '--owner',
+        `{"email":"op-${merchant.id}@cli-tests.example"}`,
+      ]);
       assert.ok(provisioned.api_key.secret.startsWith('mx_test_'));
       assert.equal((await step('merchants.admin.update', ['operator', 'merchants', 'update', provisioned.merchant.id, '--plan', 'standard'])).plan, 'standard');
-      await step('merchants.admin.throttle.update', ['operator', 'merchants', 'throttle', 'update', provisioned.merchant.id, '--burst', '{"capacity":300,"refill_per_second":150}']);
-      assert.equal((await step('merchants.admin.throttle.retrieve', ['operator', 'merchants', 'throttle', 'retrieve', provisioned.merchant.id])).overrides.burst.capacity, 300);
-      assert.ok((await step('apps.admin.create', ['operator', 'apps', 'create', '--name', 'Tour app', '--redirect-uris', 'https://app.example/callback', '--scopes', 'products:read'])).client_secret);
+      await step('merchants.admin.throttle.update', [
+        'operator',
+        'merchants',
+        'throttle',
+        'update',
+        provisioned.merchant.id,
+        '--burst',
+        '{"capacity":300,"refill_per_second":150}',
+      ]);
+      assert.equal(
+        (await step('merchants.admin.throttle.retrieve', ['operator', 'merchants', 'throttle', 'retrieve', provisioned.merchant.id])).overrides.burst.capacity,
+        300,
+      );
+      assert.ok(
+        (
+          await step('apps.admin.create', [
+            'operator',
+            'apps',
+            'create',
+            '--name',
+            'Tour app',
+            '--redirect-uris',
+            'https://app.example/callback',
+            '--scopes',
+            'products:read',
+          ])
+        ).client_secret,
+      );
       assert.ok((await step('signing_keys.admin.rotate', ['operator', 'signing-keys', 'rotate'])).current_kid);
       assert.ok(await step('bus.admin.poison.list', ['operator', 'bus', 'poison', 'list', '--queue', 'catalog.events']));
       assert.equal((await step('bus.admin.poison.replay', ['operator', 'bus', 'poison', 'replay', '--queue', 'catalog.events'])).object, 'bus_poison_replay');
@@ -187,6 +315,10 @@ describe('every operation of the API is a merx command', function () {
       await Promise.all([receiver.close(), failing.close()]);
     }
     const every = OPERATIONS.map((operation) => operation.operationId).sort();
-    assert.deepEqual(every.filter((id) => !called.has(id)), [], 'operations the tour did not run');
+    assert.deepEqual(
+      every.filter((id) => !called.has(id)),
+      [],
+      'operations the tour did not run',
+    );
   });
 });

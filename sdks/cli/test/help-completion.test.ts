@@ -18,13 +18,21 @@ describe('merx help and shell completions', function () {
     cli = new Cli(server);
   });
 
-  it('merx help <command> shows the command\'s flags and examples; --version and --help exit 0', async () => {
+  it("merx help <command> shows the command's flags and examples; --version and --help exit 0", async () => {
     const help = await cli.run(['help', 'products', 'create']);
     assert.equal(help.code, 0);
     assert.match(help.stdout, /Usage: merx products create \[options\]/);
     assert.match(help.stdout, /--sku <value> +Stock keeping unit/);
     assert.match(help.stdout, /Examples:\n {2}\$ merx products create --sku TSHIRT-1/);
-    for (const command of [['listen'], ['import', 'products'], ['sandbox', 'reset'], ['fixtures', 'apply'], ['trigger'], ['login'], ['webhooks', 'dead-letters', 'replay']]) {
+    for (const command of [
+      ['listen'],
+      ['import', 'products'],
+      ['sandbox', 'reset'],
+      ['fixtures', 'apply'],
+      ['trigger'],
+      ['login'],
+      ['webhooks', 'dead-letters', 'replay'],
+    ]) {
       const result = await cli.run(['help', ...command]);
       assert.equal(result.code, 0, command.join(' '));
       assert.match(result.stdout, /Examples:\n {2}\$ merx /, `merx help ${command.join(' ')} has examples`);

@@ -39,15 +39,28 @@ describe('npm pack: the CLI installs into an empty project and its merx works th
   it('holds the compiled CLI with its gRPC code and the README, and no tests or sources', () => {
     assert.ok(files.includes('bin/merx.js') && files.includes('dist/src/bin.js') && files.includes('dist/src/gen/merx/v1/products_pb.js'));
     assert.ok(files.includes('README.md') && files.includes('package.json'));
-    assert.deepEqual(files.filter((file) => /(^|\/)(test|scripts)\/|\.ts$|^src\//.test(file) && !file.endsWith('.d.ts')), []);
+    assert.deepEqual(
+      files.filter((file) => /(^|\/)(test|scripts)\/|\.ts$|^src\//.test(file) && !file.endsWith('.d.ts')),
+      [],
+    );
   });
 
   it('npx merx runs REST and gRPC commands against the real server', async () => {
     const merchant = await server.createMerchant();
-    const env = { ...process.env, MERX_API_KEY: merchant.apiKey, MERX_BASE_URL: server.baseUrl, MERX_GRPC_URL: server.grpcUrl, MERX_CONFIG_DIR: path.join(work, 'config') };
+    const env = {
+      ...process.env,
+      MERX_API_KEY: merchant.apiKey,
+      MERX_BASE_URL: server.baseUrl,
+      MERX_GRPC_URL: server.grpcUrl,
+      MERX_CONFIG_DIR: path.join(work, 'config'),
+    };
     const version = await run('npx', ['--no-install', 'merx', '--version'], { cwd: project, env });
     assert.match(version.stdout, /^0\.1\.0/);
-    const created = await run('npx', ['--no-install', 'merx', 'products', 'create', '--sku', 'PACKED-1', '--title', 'Packed', '--price', '1.00', '--currency', 'USD'], { cwd: project, env });
+    const created = await run(
+      'npx',
+      ['--no-install', 'merx', 'products', 'create', '--sku', 'PACKED-1', '--title', 'Packed', '--price', '1.00', '--currency', 'USD'],
+      { cwd: project, env },
+    );
     assert.equal(JSON.parse(created.stdout).sku, 'PACKED-1');
     const exported = await run('npx', ['--no-install', 'merx', 'export', 'products'], { cwd: project, env });
     assert.equal(JSON.parse(exported.stdout.trim()).sku, 'PACKED-1');

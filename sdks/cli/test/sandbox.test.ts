@@ -36,7 +36,10 @@ describe('merx sandbox reset and merx fixtures apply', function () {
     const refused = await cli.run(['sandbox', 'reset']);
     assert.equal(refused.code, 2);
     assert.match(refused.stderr, /--yes/);
-    assert.deepEqual((await merx.products.list()).data.map((product) => product.sku), ['KEPT-1']);
+    assert.deepEqual(
+      (await merx.products.list()).data.map((product) => product.sku),
+      ['KEPT-1'],
+    );
     const live = await cli.run(['sandbox', 'reset', '--yes', '--api-key', merchant.apiKey.replace('mx_test_', 'mx_live_')]);
     assert.equal(live.code, 2);
     assert.match(live.stderr, /live/);
@@ -66,7 +69,9 @@ describe('merx sandbox reset and merx fixtures apply', function () {
     );
     const merx = new Merx({ apiKey: merchant.apiKey, baseUrl: server.baseUrl });
     const [connection] = (await merx.connections.list()).data;
-    const byRef = Object.fromEntries(created.filter((item: { ref: string | null }) => item.ref).map((item: { ref: string; id: string }) => [item.ref, item.id]));
+    const byRef = Object.fromEntries(
+      created.filter((item: { ref: string | null }) => item.ref).map((item: { ref: string; id: string }) => [item.ref, item.id]),
+    );
     assert.equal(connection!.source_id, byRef.shop);
     assert.equal(connection!.destination_id, byRef.erp);
     assert.deepEqual(connection!.rule_ids, [byRef.big]);

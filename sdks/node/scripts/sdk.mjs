@@ -24,7 +24,16 @@ export function buildSdk(document) {
   const files = new Map();
   const resourceParts = [];
   for (const client of ['Merx', 'Operator']) {
-    resourceParts.push(renderResources(resourceTree(operations.filter((operation) => operation.client === client), client), client, types));
+    resourceParts.push(
+      renderResources(
+        resourceTree(
+          operations.filter((operation) => operation.client === client),
+          client,
+        ),
+        client,
+        types,
+      ),
+    );
   }
   files.set('resources.ts', renderResourceFile(resourceParts));
   files.set('operations.ts', renderOperations(operations, schemas));
@@ -126,7 +135,8 @@ function resourceTree(operations, client) {
       if (!node.children.has(name)) node.children.set(name, { path: [...node.path, name], methods: [], children: new Map() });
       node = node.children.get(name);
     }
-    if (node.methods.some((other) => other.method === operation.method)) throw new Error(`${operation.id}: two operations map to ${client} ${operation.namespaces.join('.')}.${operation.method}`);
+    if (node.methods.some((other) => other.method === operation.method))
+      throw new Error(`${operation.id}: two operations map to ${client} ${operation.namespaces.join('.')}.${operation.method}`);
     node.methods.push(operation);
   }
   const clash = (node) => {
@@ -166,7 +176,9 @@ function renderResourceClass(node, client, types) {
   const name = resourceClass(client, node.path);
   const base = RESOURCE_BASES[`${client}:${node.path.join('.')}`]?.name ?? 'APIResource';
   const children = [...node.children.values()];
-  const lines = [`/** \`${node.path.join('.')}\`: ${[...node.methods.map((operation) => operation.method), ...[...node.children.keys()].map((child) => `${child}.…`)].join(', ')} */`];
+  const lines = [
+    `/** \`${node.path.join('.')}\`: ${[...node.methods.map((operation) => operation.method), ...[...node.children.keys()].map((child) => `${child}.…`)].join(', ')} */`,
+  ];
   lines.push(`export class ${name} extends ${base} {`);
   for (const child of children) lines.push(`  readonly ${child.path.at(-1)}: ${resourceClass(client, child.path)};`);
   if (children.length) {
@@ -287,13 +299,17 @@ function renderTypes(document, schemas, types) {
   for (const operation of collectOperations(document, schemas)) {
     const hint = `${pascal(operation.id.replace(/\./g, '_'))}Params`;
     if (operation.body) {
-      blocks.push(`/** The body of \`${operation.httpMethod} ${operation.route}\` (${operation.id}). */\nexport type ${hint} = ${types.of(operation.body.schema, 0)};`);
+      blocks.push(
+        `/** The body of \`${operation.httpMethod} ${operation.route}\` (${operation.id}). */\nexport type ${hint} = ${types.of(operation.body.schema, 0)};`,
+      );
     } else if (operation.query.length > 0) {
       const members = operation.query.map((parameter) => {
         const description = parameter.description ?? schemas.resolve(parameter.schema ?? {}).description;
         return `${description ? `  /** ${oneLine(description)} */\n` : ''}  ${propertyName(parameter.name)}${parameter.required ? '' : '?'}: ${types.of(parameter.schema ?? {}, 1)};`;
       });
-      blocks.push(`/** The query of \`${operation.httpMethod} ${operation.route}\` (${operation.id}). */\nexport interface ${hint} {\n${members.join('\n')}\n}`);
+      blocks.push(
+        `/** The query of \`${operation.httpMethod} ${operation.route}\` (${operation.id}). */\nexport interface ${hint} {\n${members.join('\n')}\n}`,
+      );
     }
   }
   const events = [];
@@ -328,8 +344,19 @@ class TypeWriter {
   }
 
   declaration(name, schema) {
-    const doc = schema.description ? `/**\n${wrap(schema.description).map((line) => ` * ${line}`).join('\n')}\n */\n` : '';
-    const isObject = !schema.$ref && !schema.allOf && !schema.oneOf && !schema.anyOf && !schema.enum && schema.const === undefined && (schema.type === 'object' || (!schema.type && schema.properties));
+    const doc = schema.description
+      ? `/**\n${wrap(schema.description)
+          .map((line) => ` * ${line}`)
+          .join('\n')}\n */\n`
+      : '';
+    const isObject =
+      !schema.$ref &&
+      !schema.allOf &&
+      !schema.oneOf &&
+      !schema.anyOf &&
+      !schema.enum &&
+      schema.const === undefined &&
+      (schema.type === 'object' || (!schema.type && schema.properties));
     if (isObject && schema.properties) return `${doc}export interface ${name} ${this.object(schema, 0)}`;
     return `${doc}export type ${name} = ${this.of(schema, 0)};`;
   }
@@ -351,14 +378,18 @@ class TypeWriter {
     }
     for (const keyword of ['oneOf', 'anyOf']) {
       if (schema[keyword]) {
-        const union = uniq(schema[keyword].map((part) => this.of(part, depth))).map(parenthesise).join(' | ');
+        const union = uniq(schema[keyword].map((part) => this.of(part, depth)))
+          .map(parenthesise)
+          .join(' | ');
         const own = this.ownShape(schema, depth);
         return own ? `(${union}) & ${own}` : union;
       }
     }
     const typeNames = Array.isArray(schema.type) ? schema.type : schema.type ? [schema.type] : schema.properties ? ['object'] : [];
     if (typeNames.length === 0) return 'unknown';
-    return uniq(typeNames.map((type) => this.ofType(type, schema, depth))).map(parenthesise).join(' | ');
+    return uniq(typeNames.map((type) => this.ofType(type, schema, depth)))
+      .map(parenthesise)
+      .join(' | ');
   }
 
   /** The properties a schema declares beside allOf/oneOf, if any. */

@@ -132,7 +132,15 @@ function buildRequestor(options: CommonOptions, credentials: Credentials, grpc?:
   const maxRetries = options.maxRetries ?? DEFAULT_MAX_RETRIES;
   if (!Number.isInteger(maxRetries) || maxRetries < 0) throw new ConfigurationError('maxRetries must be 0 or more');
   const fetchImpl = options.fetch ?? globalThis.fetch;
-  return new Requestor({ baseUrl, credentials, timeout, maxRetries, defaultHeaders: options.defaultHeaders ?? {}, fetch: fetchImpl, grpc: grpc?.(baseUrl, maxRetries) });
+  return new Requestor({
+    baseUrl,
+    credentials,
+    timeout,
+    maxRetries,
+    defaultHeaders: options.defaultHeaders ?? {},
+    fetch: fetchImpl,
+    grpc: grpc?.(baseUrl, maxRetries),
+  });
 }
 
 function env(name: string): string | undefined {

@@ -28,11 +28,29 @@ export {
 export type { RequestOptions, ResponseMeta, WithResponse } from './core/options.js';
 export type { StoredToken, TokenStore } from './core/tokens.js';
 export { Page, PagePromise } from './core/pagination.js';
-export { webhooks, verify as verifyWebhook, DEFAULT_TOLERANCE_SECONDS, type VerifyOptions, type WebhookHeaders, type WebhookPayload, type WebhookSecrets } from './webhooks.js';
+export {
+  webhooks,
+  verify as verifyWebhook,
+  DEFAULT_TOLERANCE_SECONDS,
+  type VerifyOptions,
+  type WebhookHeaders,
+  type WebhookPayload,
+  type WebhookSecrets,
+} from './webhooks.js';
 export { OPERATIONS, type OperationEntry } from './generated/operations.js';
 export { VERSION } from './version.js';
 export type { BulkResource, ItemSource } from './grpc/helpers.js';
-export type { BulkProductInput, EventStreamParams, ExportFilters, GrpcCallOptions, ItemProblem, ProductResult, RecordAck, StreamedEvent, UpsertOptions } from './grpc/types.js';
+export type {
+  BulkProductInput,
+  EventStreamParams,
+  ExportFilters,
+  GrpcCallOptions,
+  ItemProblem,
+  ProductResult,
+  RecordAck,
+  StreamedEvent,
+  UpsertOptions,
+} from './grpc/types.js';
 export type * from './generated/types.js';
 export { WEBHOOK_TOPICS } from './generated/types.js';
 

@@ -47,7 +47,10 @@ describe('errors: a class per status, carrying the problem document and request 
     const invalid = await caught(merx.products.create({ sku: 'BAD-1', title: 'Bad', price: '19.999', currency: 'USD' }));
     assert.ok(invalid instanceof UnprocessableEntityError, invalid.constructor.name);
     assert.equal(invalid.status, 422);
-    assert.ok(invalid.errors.some((fieldError) => JSON.stringify(fieldError).includes('price')), JSON.stringify(invalid.errors));
+    assert.ok(
+      invalid.errors.some((fieldError) => JSON.stringify(fieldError).includes('price')),
+      JSON.stringify(invalid.errors),
+    );
     // @ts-expect-error price is a decimal string: the types refuse a number, and so does the server
     const wrongType = await caught(merx.products.create({ sku: 'BAD-2', title: 'Bad', price: 12.5, currency: 'USD' }));
     assert.ok(wrongType instanceof UnprocessableEntityError || wrongType instanceof BadRequestError, wrongType.constructor.name);

@@ -45,7 +45,12 @@ describe('every operation of the document', function () {
       }
     }
     const generated = OPERATIONS.map((operation) => `${operation.operationId} ${operation.method} ${operation.path} ${operation.client} ${operation.call}`);
-    for (const operation of OPERATIONS) assert.deepEqual(operation.pathParams, [...operation.path.matchAll(/\{(\w+)\}/g)].map((match) => match[1]), operation.operationId);
+    for (const operation of OPERATIONS)
+      assert.deepEqual(
+        operation.pathParams,
+        [...operation.path.matchAll(/\{(\w+)\}/g)].map((match) => match[1]),
+        operation.operationId,
+      );
     assert.deepEqual([...generated].sort(), served.sort(), 'regenerate the SDK: npm run generate -w @merx/sdk');
   });
 
@@ -62,8 +67,14 @@ describe('every operation of the document', function () {
       await Promise.all([proxy.close(), receiver.close(), failing.close()]);
     }
     const seen = proxy.seen();
-    const missing = OPERATIONS.filter((operation) => !seen.some((request) => request.method === operation.method && templateRegex(operation.path).test(request.path)));
-    assert.deepEqual(missing.map((operation) => operation.operationId), [], 'operations the tour did not reach');
+    const missing = OPERATIONS.filter(
+      (operation) => !seen.some((request) => request.method === operation.method && templateRegex(operation.path).test(request.path)),
+    );
+    assert.deepEqual(
+      missing.map((operation) => operation.operationId),
+      [],
+      'operations the tour did not reach',
+    );
   });
 });
 
@@ -83,7 +94,10 @@ async function tour(merx: Merx, operator: MerxOperator, merchant: Merchant, rece
   // Products.
   const product = await merx.products.create({ sku: 'TOUR-1', title: 'Tour', price: '3.00', currency: 'USD' });
   assert.equal((await merx.products.retrieve(product.id)).id, product.id);
-  assert.deepEqual((await merx.products.list({ limit: 10 })).data.map((item) => item.id), [product.id]);
+  assert.deepEqual(
+    (await merx.products.list({ limit: 10 })).data.map((item) => item.id),
+    [product.id],
+  );
   const updated = await merx.products.update(product.id, { title: 'Tour 2' }, { ifMatch: product.lastResponse.etag! });
   assert.equal(updated.version, 2);
 
@@ -121,7 +135,10 @@ async function tour(merx: Merx, operator: MerxOperator, merchant: Merchant, rece
     records: [{ type: 'order', external_id: 'order-1', occurred_at: '2026-01-02T03:04:05.678Z', data: { total: 120.0, currency: 'EUR', channel: 'web' } }],
   });
   assert.equal(batch.results[0]?.status, 'accepted');
-  assert.deepEqual((await merx.sources.records.list(source.id)).data.map((record) => record.external_id), ['order-1']);
+  assert.deepEqual(
+    (await merx.sources.records.list(source.id)).data.map((record) => record.external_id),
+    ['order-1'],
+  );
   await merx.connections.delete(connection.id);
   await merx.rules.delete(rule.id);
   await merx.destinations.delete(destination.id);
@@ -135,7 +152,10 @@ async function tour(merx: Merx, operator: MerxOperator, merchant: Merchant, rece
   const rotated = await merx.webhooks.subscriptions.rotateSecret(subscription.id);
   assert.notEqual(rotated.secret, subscription.secret);
   assert.equal((await merx.webhooks.subscriptions.stats.retrieve(subscription.id)).subscription_id, subscription.id);
-  const dead = await eventually<WebhookDeadLetter>(async () => (await merx.webhooks.deadLetters.list({ subscription_id: subscription.id })).data[0], 'a dead letter');
+  const dead = await eventually<WebhookDeadLetter>(
+    async () => (await merx.webhooks.deadLetters.list({ subscription_id: subscription.id })).data[0],
+    'a dead letter',
+  );
   assert.equal((await merx.webhooks.deadLetters.retrieve(dead.id)).event_id, dead.event_id);
   const deliveries = (await merx.webhooks.deliveries.list({ subscription_id: subscription.id })).data;
   assert.ok((await merx.webhooks.deliveries.retrieve(deliveries[0]!.id)).attempts.length > 0);

@@ -58,9 +58,16 @@ describe('the sample applications in examples/, as their READMEs run them', func
       const forged = webhooks.sign(body, { secret: `whsec_${Buffer.alloc(32, 7).toString('base64')}`, messageId: 'evt_forged' });
       const answers = await Promise.all([
         fetch(url, { method: 'POST', body, headers: { 'webhook-id': 'evt_forged', 'webhook-timestamp': '1', 'webhook-signature': 'v1,AAAA' } }),
-        fetch(url, { method: 'POST', body, headers: { 'webhook-id': 'evt_forged', 'webhook-timestamp': String(Math.floor(Date.now() / 1000)), 'webhook-signature': forged } }),
+        fetch(url, {
+          method: 'POST',
+          body,
+          headers: { 'webhook-id': 'evt_forged', 'webhook-timestamp': String(Math.floor(Date.now() / 1000)), 'webhook-signature': forged },
+        }),
       ]);
-      assert.deepEqual(answers.map((answer) => answer.status), [400, 400]);
+      assert.deepEqual(
+        answers.map((answer) => answer.status),
+        [400, 400],
+      );
       const refusals = await eventually(() => {
         const refused = lines.filter((line) => line.verified === false);
         return refused.length >= 2 ? refused : undefined;
@@ -79,7 +86,11 @@ describe('the sample applications in examples/, as their READMEs run them', func
     const sync = (file: string) =>
       run(process.execPath, ['sync.mjs', file], { cwd, env }).then(
         ({ stdout, stderr }) => ({ code: 0, summary: JSON.parse(stdout) as Record<string, unknown>, stderr }),
-        (error: { code: number; stdout: string; stderr: string }) => ({ code: error.code, summary: JSON.parse(error.stdout) as Record<string, unknown>, stderr: error.stderr }),
+        (error: { code: number; stdout: string; stderr: string }) => ({
+          code: error.code,
+          summary: JSON.parse(error.stdout) as Record<string, unknown>,
+          stderr: error.stderr,
+        }),
       );
 
     const first = await sync('products.csv');

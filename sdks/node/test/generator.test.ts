@@ -35,7 +35,7 @@ describe('the generated code is current with the OpenAPI document', function () 
   });
 
   it('is deterministic and names nothing by hand', async () => {
-    const document = JSON.parse(JSON.stringify((await (await fetch(`${(await merxServer()).baseUrl}/api/v1/openapi.json`)).json())));
+    const document = JSON.parse(JSON.stringify(await (await fetch(`${(await merxServer()).baseUrl}/api/v1/openapi.json`)).json()));
     const { buildSdk } = await sdk();
     assert.deepEqual([...buildSdk(document)], [...buildSdk(JSON.parse(JSON.stringify(document)))]);
     const source = readFileSync(path.join(packageRoot, 'scripts/sdk.mjs'), 'utf8');

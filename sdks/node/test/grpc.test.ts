@@ -1,9 +1,21 @@
 import assert from 'node:assert/strict';
-import Merx, { AuthenticationError, ConnectionError, PermissionDeniedError, UnprocessableEntityError, type BulkProductInput, type Product, type ProductCreate, type ProductResult, type StoredToken, type StreamedEvent } from '@merx/sdk';
+import Merx, {
+  AuthenticationError,
+  ConnectionError,
+  PermissionDeniedError,
+  UnprocessableEntityError,
+  type BulkProductInput,
+  type Product,
+  type ProductCreate,
+  type ProductResult,
+  type StoredToken,
+  type StreamedEvent,
+} from '@merx/sdk';
 import { TcpProxy } from './support/tcp-proxy.js';
 import { eventually, merxServer, type Merchant, type MerxServer } from './support/server.js';
 
-const product = (sku: string, extra: Partial<ProductCreate> = {}) => ({ sku, title: `Product ${sku}`, price: '10.00', currency: 'EUR', ...extra }) satisfies BulkProductInput & ProductCreate;
+const product = (sku: string, extra: Partial<ProductCreate> = {}) =>
+  ({ sku, title: `Product ${sku}`, price: '10.00', currency: 'EUR', ...extra }) satisfies BulkProductInput & ProductCreate;
 
 /** Every product of the client's merchant through REST, across pages. */
 async function listedThroughRest(merx: Merx): Promise<Product[]> {
@@ -50,7 +62,11 @@ describe('gRPC helpers against the real gRPC port, over the REST token', functio
         for (let index = 0; index < count; index += 1) {
           mostAhead = Math.max(mostAhead, produced - received);
           produced += 1;
-          yield product(`BULK-${String(index).padStart(4, '0')}`, { inventory_quantity: index, attributes: { batch: 'one' }, ...(index % 10 === 0 ? { status: 'draft' as const } : {}) });
+          yield product(`BULK-${String(index).padStart(4, '0')}`, {
+            inventory_quantity: index,
+            attributes: { batch: 'one' },
+            ...(index % 10 === 0 ? { status: 'draft' as const } : {}),
+          });
         }
       }
       const results: ProductResult[] = [];
@@ -80,9 +96,17 @@ describe('gRPC helpers against the real gRPC port, over the REST token', functio
 
     it('says updated, unchanged or failed with the REST problem per item, and the stream goes on', async () => {
       const results: ProductResult[] = [];
-      const items = [product('BULK-0001', { price: '12.50' }), product('BULK-0002', { inventory_quantity: 2, attributes: { batch: 'one' } }), product('bad sku!', { price: 'ten' }), product('BULK-NEW')];
+      const items = [
+        product('BULK-0001', { price: '12.50' }),
+        product('BULK-0002', { inventory_quantity: 2, attributes: { batch: 'one' } }),
+        product('bad sku!', { price: 'ten' }),
+        product('BULK-NEW'),
+      ];
       for await (const result of merx.bulk.upsertProducts(items)) results.push(result);
-      assert.deepEqual(results.map((result) => result.outcome), ['updated', 'unchanged', 'failed', 'created']);
+      assert.deepEqual(
+        results.map((result) => result.outcome),
+        ['updated', 'unchanged', 'failed', 'created'],
+      );
       assert.equal(results[0]!.product!.price, '12.50');
       assert.equal(results[0]!.product!.version, 2);
       const failed = results[2]!;
@@ -107,7 +131,10 @@ describe('gRPC helpers against the real gRPC port, over the REST token', functio
       assert.ok(drafts.every((item) => item.status === 'draft'));
       const one: Product[] = [];
       for await (const item of merx.bulk.exportProducts({ sku: 'BULK-0007' })) one.push(item);
-      assert.deepEqual(one.map((item) => item.sku), ['BULK-0007']);
+      assert.deepEqual(
+        one.map((item) => item.sku),
+        ['BULK-0007'],
+      );
     });
 
     it('stops the export when the loop breaks, and a new export starts afresh', async () => {
@@ -137,9 +164,15 @@ describe('gRPC helpers against the real gRPC port, over the REST token', functio
         assert.ok(first.length >= 50);
         const again: ProductResult[] = [];
         for await (const result of client.bulk.upsertProducts(items)) again.push(result);
-        assert.deepEqual(again.map((result) => result.sku), items.map((item) => item.sku));
+        assert.deepEqual(
+          again.map((result) => result.sku),
+          items.map((item) => item.sku),
+        );
         assert.ok(again.every((result) => result.outcome === 'created' || result.outcome === 'unchanged'));
-        assert.ok(again.slice(0, 50).every((result) => result.outcome === 'unchanged'), 'what the first call answered was durable');
+        assert.ok(
+          again.slice(0, 50).every((result) => result.outcome === 'unchanged'),
+          'what the first call answered was durable',
+        );
         const stored = await listedThroughRest(client);
         assert.equal(stored.length, 300);
       } finally {
@@ -150,11 +183,14 @@ describe('gRPC helpers against the real gRPC port, over the REST token', functio
 
     it('creates a batch in one call, an existing sku being a conflict result rather than a failed call', async () => {
       const results = await merx.bulk.batchCreateProducts([product('BATCH-1'), product('BULK-0003'), product('BATCH-2', { status: 'draft' })]);
-      assert.deepEqual(results.map((result) => [result.index, result.sku, result.outcome]), [
-        [0, 'BATCH-1', 'created'],
-        [1, 'BULK-0003', 'failed'],
-        [2, 'BATCH-2', 'created'],
-      ]);
+      assert.deepEqual(
+        results.map((result) => [result.index, result.sku, result.outcome]),
+        [
+          [0, 'BATCH-1', 'created'],
+          [1, 'BULK-0003', 'failed'],
+          [2, 'BATCH-2', 'created'],
+        ],
+      );
       assert.equal(results[1]!.problem!.code, 'conflict');
       assert.equal(results[2]!.product!.status, 'draft');
     });
@@ -171,7 +207,8 @@ describe('gRPC helpers against the real gRPC port, over the REST token', functio
     /** The id of the products.created event of `sku`, through REST. */
     const eventOf = (sku: string) =>
       eventually(async () => {
-        for await (const event of merx.events.list({ topic: 'products.created', limit: 100 })) if ((event.data.object as { sku?: string }).sku === sku) return event.id;
+        for await (const event of merx.events.list({ topic: 'products.created', limit: 100 }))
+          if ((event.data.object as { sku?: string }).sku === sku) return event.id;
         return undefined;
       }, `the event of ${sku}`);
 
@@ -193,8 +230,15 @@ describe('gRPC helpers against the real gRPC port, over the REST token', functio
       await eventually(() => seen.length >= 3, 'three events');
       controller.abort(); // ends the loop quietly
       await reading;
-      assert.deepEqual(seen.map((event) => (event.data.object as { sku: string }).sku), ['EV-1', 'EV-2', 'EV-3']);
-      assert.ok(seen.every((event) => event.topic === 'products.created' && event.object === 'event' && /^evt_/.test(event.id) && !Number.isNaN(Date.parse(event.created_at))));
+      assert.deepEqual(
+        seen.map((event) => (event.data.object as { sku: string }).sku),
+        ['EV-1', 'EV-2', 'EV-3'],
+      );
+      assert.ok(
+        seen.every(
+          (event) => event.topic === 'products.created' && event.object === 'event' && /^evt_/.test(event.id) && !Number.isNaN(Date.parse(event.created_at)),
+        ),
+      );
       const viaRest = await merx.events.retrieve(seen[0]!.id);
       assert.deepEqual(seen[0]!.data, viaRest.data);
 
@@ -260,11 +304,14 @@ describe('gRPC helpers against the real gRPC port, over the REST token', functio
         ])) {
           acks.push(ack);
         }
-        assert.deepEqual(acks.map((ack) => [ack.index, ack.external_id, ack.status]), [
-          [0, 'ord-1', 'accepted'],
-          [1, 'ord-1', 'duplicate'],
-          [2, 'ord-2', 'rejected'],
-        ]);
+        assert.deepEqual(
+          acks.map((ack) => [ack.index, ack.external_id, ack.status]),
+          [
+            [0, 'ord-1', 'accepted'],
+            [1, 'ord-1', 'duplicate'],
+            [2, 'ord-2', 'rejected'],
+          ],
+        );
         assert.match(acks[0]!.record_id!, /^rec_/);
         assert.equal(acks[1]!.record_id, acks[0]!.record_id);
         assert.ok(acks[2]!.problem!.code);
@@ -291,7 +338,10 @@ describe('gRPC helpers against the real gRPC port, over the REST token', functio
       try {
         const results: ProductResult[] = [];
         for await (const result of merx.bulk.upsertProducts([product('TOKEN-1'), product('TOKEN-2')])) results.push(result);
-        assert.deepEqual(results.map((result) => result.outcome), ['created', 'created']);
+        assert.deepEqual(
+          results.map((result) => result.outcome),
+          ['created', 'created'],
+        );
         assert.ok(saved && saved.accessToken !== stale.accessToken, 'a new token was exchanged and stored');
       } finally {
         await merx.close();
@@ -318,7 +368,11 @@ describe('gRPC helpers against the real gRPC port, over the REST token', functio
         await assert.rejects(owner.bulk.batchCreateProducts([]), (error: unknown) => {
           assert.ok(error instanceof UnprocessableEntityError, String(error));
           assert.equal(error.code, 'validation_failed');
-          assert.deepEqual(error.errors.map((field) => [field.field, field.code]), [['products', 'too_short']], 'BadRequest field violations as the REST errors');
+          assert.deepEqual(
+            error.errors.map((field) => [field.field, field.code]),
+            [['products', 'too_short']],
+            'BadRequest field violations as the REST errors',
+          );
           return true;
         });
         // Nothing was written by the refused call.
@@ -331,7 +385,12 @@ describe('gRPC helpers against the real gRPC port, over the REST token', functio
     it('a revoked key fails the stream with AuthenticationError, not a retry loop', async () => {
       const owner = new Merx({ apiKey: (await server.createMerchant()).apiKey, baseUrl: server.baseUrl, grpcUrl: server.grpcUrl });
       const key = await owner.apiKeys.create({ name: 'soon revoked', scopes: ['webhooks:read'] });
-      const merx = new Merx({ apiKey: key.secret!, baseUrl: server.baseUrl, grpcUrl: server.grpcUrl, tokenStore: { load: () => ({ accessToken: 'not-a-token', expiresAt: Date.now() + 600_000, refreshAt: Date.now() + 600_000 }), save: () => undefined } });
+      const merx = new Merx({
+        apiKey: key.secret!,
+        baseUrl: server.baseUrl,
+        grpcUrl: server.grpcUrl,
+        tokenStore: { load: () => ({ accessToken: 'not-a-token', expiresAt: Date.now() + 600_000, refreshAt: Date.now() + 600_000 }), save: () => undefined },
+      });
       await owner.apiKeys.revoke(key.id);
       try {
         await assert.rejects(take(merx.events.stream(), 1), AuthenticationError);
@@ -344,7 +403,10 @@ describe('gRPC helpers against the real gRPC port, over the REST token', functio
       assert.throws(() => new Merx({ apiKey: 'mx_test_a_b', grpcUrl: 'ftp://example.test' }), /grpcUrl must be/);
       const merx = new Merx({ apiKey: (await server.createMerchant()).apiKey, baseUrl: server.baseUrl, grpcUrl: server.grpcUrl });
       try {
-        await assert.rejects(merx.bulk.batchCreateProducts(Array.from({ length: 1_001 }, (_, index) => product(`TOO-MANY-${index}`))), UnprocessableEntityError);
+        await assert.rejects(
+          merx.bulk.batchCreateProducts(Array.from({ length: 1_001 }, (_, index) => product(`TOO-MANY-${index}`))),
+          UnprocessableEntityError,
+        );
       } finally {
         await merx.close();
       }

@@ -36,7 +36,14 @@ describe('both module systems: the same tour through import (ESM) and require (C
 
         proxy.inject({ kind: 'cutAfterForward', method: 'POST', path: '/api/v1/products' });
         proxy.inject({ kind: 'respond', method: 'GET', path: '/api/v1/products', status: 401, body: JSON.stringify({ status: 401, code: 'invalid_token' }) });
-        proxy.inject({ kind: 'respond', method: 'GET', path: '/api/v1/merchant', status: 429, headers: { 'Retry-After': '3600' }, body: JSON.stringify({ status: 429, code: 'rate_limited' }) });
+        proxy.inject({
+          kind: 'respond',
+          method: 'GET',
+          path: '/api/v1/merchant',
+          status: 429,
+          headers: { 'Retry-After': '3600' },
+          body: JSON.stringify({ status: 429, code: 'rate_limited' }),
+        });
         const { stdout } = await run(process.execPath, [path.join(packageRoot, 'test/fixtures', file)], {
           cwd: packageRoot,
           env: { ...process.env, MERX_API_KEY: merchant.apiKey, MERX_BASE_URL: proxy.url, DELIVERY_FILE: deliveryFile },
@@ -61,7 +68,11 @@ describe('both module systems: the same tour through import (ESM) and require (C
         assert.equal(creates[0]!.fault, 'cutAfterForward');
         assert.equal(creates[1]!.headers['idempotency-key'], creates[0]!.headers['idempotency-key'], 'the retry reused the key');
         assert.equal(proxy.seen({ method: 'GET', path: '/api/v1/products' }).filter((seen) => seen.status === 200).length, 3, 'three pages of one');
-        assert.equal(proxy.seen({ method: 'POST', path: '/oauth/token' }).filter((seen) => seen.status === 200).length, 2, 'one token, then one refresh after the 401');
+        assert.equal(
+          proxy.seen({ method: 'POST', path: '/oauth/token' }).filter((seen) => seen.status === 200).length,
+          2,
+          'one token, then one refresh after the 401',
+        );
         assert.equal(proxy.pendingFaults(), 0);
       } finally {
         await Promise.all([proxy.close(), receiver.close()]);

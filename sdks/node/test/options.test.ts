@@ -55,7 +55,13 @@ describe('client options, per-request options and telemetry', function () {
 
   it('a Retry-After beyond a minute is not waited out: the RateLimitError says how long', async () => {
     const merx = new Merx({ apiKey: merchant.apiKey, baseUrl: proxy.url });
-    proxy.inject({ kind: 'respond', path: '/api/v1/products', status: 429, headers: { 'Retry-After': '3600' }, body: JSON.stringify({ status: 429, code: 'rate_limited', throttle_class: 'sustained' }) });
+    proxy.inject({
+      kind: 'respond',
+      path: '/api/v1/products',
+      status: 429,
+      headers: { 'Retry-After': '3600' },
+      body: JSON.stringify({ status: 429, code: 'rate_limited', throttle_class: 'sustained' }),
+    });
     const started = Date.now();
     await assert.rejects(merx.products.list(), (error: unknown) => error instanceof RateLimitError && error.retryAfter === 3600);
     assert.ok(Date.now() - started < 5_000);
@@ -109,7 +115,13 @@ describe('client options, per-request options and telemetry', function () {
 
   it('an answer that claims JSON but is not is a MerxError, not a SyntaxError', async () => {
     const merx = new Merx({ apiKey: merchant.apiKey, baseUrl: proxy.url });
-    proxy.inject({ kind: 'respond', path: '/api/v1/merchant', status: 200, headers: { 'Content-Type': 'application/json', 'X-Request-Id': 'req_broken' }, body: '<html>gateway</html>' });
+    proxy.inject({
+      kind: 'respond',
+      path: '/api/v1/merchant',
+      status: 200,
+      headers: { 'Content-Type': 'application/json', 'X-Request-Id': 'req_broken' },
+      body: '<html>gateway</html>',
+    });
     await assert.rejects(merx.merchant.retrieve(), (error: unknown) => error instanceof MerxError && error.status === 200 && error.requestId === 'req_broken');
   });
 });

@@ -33,8 +33,15 @@ describe('npm pack: the tarball installs into an empty project and works there',
     assert.ok(files.includes('dist/esm/index.js') && files.includes('dist/esm/index.d.ts'));
     assert.ok(files.includes('dist/cjs/index.js') && files.includes('dist/cjs/index.d.ts') && files.includes('dist/cjs/package.json'));
     assert.ok(files.includes('README.md') && files.includes('package.json'));
-    assert.deepEqual(files.filter((file) => /(^|\/)(test|src|scripts)\//.test(file)), []);
-    assert.deepEqual(readdirSync(path.join(project, 'node_modules')).filter((name) => !name.startsWith('.')), ['@merx'], 'no runtime dependency came along');
+    assert.deepEqual(
+      files.filter((file) => /(^|\/)(test|src|scripts)\//.test(file)),
+      [],
+    );
+    assert.deepEqual(
+      readdirSync(path.join(project, 'node_modules')).filter((name) => !name.startsWith('.')),
+      ['@merx'],
+      'no runtime dependency came along',
+    );
   });
 
   it('five lines with an API key create and list products, in ESM and in CommonJS', async () => {
@@ -77,7 +84,24 @@ for await (const event of merx.events.stream({ after: 'evt_1', topics: ['product
 `,
     );
     const tsc = path.join(repoRoot, 'node_modules/typescript/bin/tsc');
-    const args = [tsc, '--noEmit', '--strict', '--target', 'ES2022', '--module', 'NodeNext', '--moduleResolution', 'NodeNext', '--lib', 'ES2023,DOM', '--types', 'node', '--typeRoots', path.join(repoRoot, 'node_modules/@types'), 'check.mts'];
+    const args = [
+      tsc,
+      '--noEmit',
+      '--strict',
+      '--target',
+      'ES2022',
+      '--module',
+      'NodeNext',
+      '--moduleResolution',
+      'NodeNext',
+      '--lib',
+      'ES2023,DOM',
+      '--types',
+      'node',
+      '--typeRoots',
+      path.join(repoRoot, 'node_modules/@types'),
+      'check.mts',
+    ];
     const result = await run(process.execPath, args, { cwd: project }).then(
       () => ({ code: 0, output: '' }),
       (error: { code: number; stdout: string }) => ({ code: error.code, output: error.stdout }),
@@ -105,7 +129,8 @@ try {
 
   it('with the two optional peers installed, the gRPC helpers work in ESM and in CommonJS', async () => {
     // The versions the repository builds and tests with, from the npm cache that npm ci filled.
-    const versionOf = (name: string) => (JSON.parse(readFileSync(path.join(repoRoot, 'node_modules', name, 'package.json'), 'utf8')) as { version: string }).version;
+    const versionOf = (name: string) =>
+      (JSON.parse(readFileSync(path.join(repoRoot, 'node_modules', name, 'package.json'), 'utf8')) as { version: string }).version;
     const peers = ['@grpc/grpc-js', '@bufbuild/protobuf'].map((name) => `${name}@${versionOf(name)}`);
     await run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', ...peers], { cwd: project });
     const merchant = await server.createMerchant();

@@ -45,10 +45,16 @@ describe('products: create, list across pages, update with ifMatch', function ()
     // Iterating a page already awaited walks from that page on.
     const fromFirst: string[] = [];
     for await (const product of first) fromFirst.push(product.id);
-    assert.deepEqual(fromFirst, seen.map((product) => product.id));
+    assert.deepEqual(
+      fromFirst,
+      seen.map((product) => product.id),
+    );
 
     const second = await first.getNextPage();
-    assert.deepEqual(second.data.map((product) => product.id), seen.slice(3, 6).map((product) => product.id));
+    assert.deepEqual(
+      second.data.map((product) => product.id),
+      seen.slice(3, 6).map((product) => product.id),
+    );
   });
 
   it('updates with ifMatch, and a stale etag is a PreconditionFailedError', async () => {
@@ -75,7 +81,10 @@ describe('products: create, list across pages, update with ifMatch', function ()
       const page = await fromEnv.products.list({ limit: 1 });
       assert.equal(page.data.length, 1);
     } finally {
-      for (const [name, value] of [['MERX_API_KEY', saved.key], ['MERX_BASE_URL', saved.url]] as const) {
+      for (const [name, value] of [
+        ['MERX_API_KEY', saved.key],
+        ['MERX_BASE_URL', saved.url],
+      ] as const) {
         if (value === undefined) delete process.env[name];
         else process.env[name] = value;
       }

@@ -44,21 +44,37 @@ describe('retries: backoff honouring Retry-After, one Idempotency-Key across att
     assert.equal(attempts[1]!.headers['idempotency-key'], attempts[0]!.headers['idempotency-key']);
     const all = [];
     for await (const item of merx.products.list({ limit: 100 })) all.push(item);
-    assert.deepEqual(all.filter((item) => item.sku === 'LOST-1').map((item) => item.id), [product.id]);
+    assert.deepEqual(
+      all.filter((item) => item.sku === 'LOST-1').map((item) => item.id),
+      [product.id],
+    );
   });
 
   it('retries a dropped connection and a 429, then succeeds', async () => {
     proxy.inject({ kind: 'drop', method: 'GET', path: '/api/v1/products' });
-    proxy.inject({ kind: 'respond', method: 'GET', path: '/api/v1/products', status: 429, headers: { 'Retry-After': '0' }, body: JSON.stringify({ status: 429, code: 'rate_limited' }) });
+    proxy.inject({
+      kind: 'respond',
+      method: 'GET',
+      path: '/api/v1/products',
+      status: 429,
+      headers: { 'Retry-After': '0' },
+      body: JSON.stringify({ status: 429, code: 'rate_limited' }),
+    });
     const page = await merx.products.list();
     assert.ok(Array.isArray(page.data));
-    assert.deepEqual(proxy.seen({ path: '/api/v1/products' }).map((seen) => seen.fault ?? seen.status), ['drop', 'respond', 200]);
+    assert.deepEqual(
+      proxy.seen({ path: '/api/v1/products' }).map((seen) => seen.fault ?? seen.status),
+      ['drop', 'respond', 200],
+    );
   });
 
   it("the caller's idempotencyKey is sent on every attempt", async () => {
     proxy.inject({ kind: 'respond', method: 'POST', path: '/api/v1/products', status: 502 });
     await merx.products.create({ sku: 'KEY-1', title: 'Own key', price: '1.00', currency: 'USD' }, { idempotencyKey: 'node-sdk-own-key-1' });
-    assert.deepEqual(creates().map((seen) => seen.headers['idempotency-key']), ['node-sdk-own-key-1', 'node-sdk-own-key-1']);
+    assert.deepEqual(
+      creates().map((seen) => seen.headers['idempotency-key']),
+      ['node-sdk-own-key-1', 'node-sdk-own-key-1'],
+    );
   });
 
   it('gives up after maxRetries with the typed error of the last answer', async () => {
@@ -70,7 +86,13 @@ describe('retries: backoff honouring Retry-After, one Idempotency-Key across att
     await assert.rejects(noRetries.products.list(), InternalServerError);
     assert.equal(proxy.pendingFaults(), 0, 'maxRetries: 0 on the client made one attempt');
 
-    proxy.inject({ kind: 'respond', path: '/api/v1/products', status: 429, headers: { 'Retry-After': '7' }, body: JSON.stringify({ status: 429, code: 'rate_limited', throttle_class: 'burst' }) });
+    proxy.inject({
+      kind: 'respond',
+      path: '/api/v1/products',
+      status: 429,
+      headers: { 'Retry-After': '7' },
+      body: JSON.stringify({ status: 429, code: 'rate_limited', throttle_class: 'burst' }),
+    });
     await assert.rejects(noRetries.products.list(), (error: unknown) => {
       assert.ok(error instanceof RateLimitError);
       assert.equal(error.retryAfter, 7);
@@ -86,7 +108,10 @@ describe('retries: backoff honouring Retry-After, one Idempotency-Key across att
     const closed = await FaultProxy.start(server.baseUrl);
     const url = closed.url;
     await closed.close();
-    const error = await new Merx({ apiKey: merchant.apiKey, baseUrl: url, maxRetries: 0 }).products.list().then(() => null, (caught: unknown) => caught);
+    const error = await new Merx({ apiKey: merchant.apiKey, baseUrl: url, maxRetries: 0 }).products.list().then(
+      () => null,
+      (caught: unknown) => caught,
+    );
     assert.ok(error instanceof ConnectionError && !(error instanceof TimeoutError), String(error));
   });
 });

@@ -47,18 +47,30 @@ describe('tokens: exchanged once, shared, refreshed before expiry and once on a 
     const merx = new Merx({ apiKey: merchant.apiKey, baseUrl: proxy.url });
     await merx.products.list({ limit: 1 });
     // A 10 s token is refreshed half way through its life: keep calling until the client has fetched a second one.
-    await eventually(async () => {
-      await merx.products.list({ limit: 1 });
-      return tokenRequests().length >= 2;
-    }, 'a second token request', 20_000);
+    await eventually(
+      async () => {
+        await merx.products.list({ limit: 1 });
+        return tokenRequests().length >= 2;
+      },
+      'a second token request',
+      20_000,
+    );
     const apiCalls = proxy.seen({ method: 'GET', path: '/api/v1/products' });
-    assert.ok(apiCalls.every((call) => call.status === 200), 'no call was refused for an expired token');
+    assert.ok(
+      apiCalls.every((call) => call.status === 200),
+      'no call was refused for an expired token',
+    );
   });
 
   it('on a 401 refreshes once and retries the call', async () => {
     const merx = new Merx({ apiKey: merchant.apiKey, baseUrl: proxy.url });
     await merx.products.list({ limit: 1 });
-    proxy.inject({ kind: 'respond', path: '/api/v1/products', status: 401, body: JSON.stringify({ status: 401, code: 'invalid_token', title: 'Unauthorized' }) });
+    proxy.inject({
+      kind: 'respond',
+      path: '/api/v1/products',
+      status: 401,
+      body: JSON.stringify({ status: 401, code: 'invalid_token', title: 'Unauthorized' }),
+    });
     const page = await merx.products.list({ limit: 1 });
     assert.ok(Array.isArray(page.data));
     assert.equal(tokenRequests().length, 2);

@@ -41,7 +41,11 @@ describe('the types catch mistakes at compile time (tsc --noEmit over a usage fi
       assert.notEqual(status, 0);
       const reported = new Set([...output.matchAll(/usage\.ts\((\d+),\d+\): error/g)].map((match) => Number(match[1])));
       assert.ok(expected.length >= 8, 'the fixture tries several mistakes');
-      assert.deepEqual(expected.filter((line) => !reported.has(line)), [], `every mistake is an error:\n${output}`);
+      assert.deepEqual(
+        expected.filter((line) => !reported.has(line)),
+        [],
+        `every mistake is an error:\n${output}`,
+      );
       assert.match(output, /usage-cjs\.cts\(\d+,\d+\): error/, 'and through the CommonJS typings');
     } finally {
       rmSync(dir, { recursive: true, force: true });

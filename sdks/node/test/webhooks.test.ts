@@ -56,7 +56,10 @@ describe('webhooks.verify: Standard Webhooks headers and the body hmac of a real
     const timestamp = Math.floor(Date.now() / 1000);
     const signature = webhooks.sign(body, { secret, messageId: 'msg_1', timestamp });
     webhooks.verifySignature(body, { 'webhook-id': 'msg_1', 'webhook-timestamp': String(timestamp), 'webhook-signature': signature }, secret);
-    assert.throws(() => webhooks.verifySignature(body, { 'webhook-id': 'msg_2', 'webhook-timestamp': String(timestamp), 'webhook-signature': signature }, secret), WebhookVerificationError);
+    assert.throws(
+      () => webhooks.verifySignature(body, { 'webhook-id': 'msg_2', 'webhook-timestamp': String(timestamp), 'webhook-signature': signature }, secret),
+      WebhookVerificationError,
+    );
   });
 
   it('during a secret rotation a receiver holding either secret verifies the delivery', async () => {

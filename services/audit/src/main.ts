@@ -1,4 +1,18 @@
-import { configFields, connectDistributedInfrastructure, createLogger, distributedServiceConfig, ensurePortFree, exitOnConfigError, exitOnStartFailure, loadConfig, stopOnSignals, z, startTracing, ensureAdminPortFree, startAdminServer } from '@merx/kit';
+import {
+  configFields,
+  connectDistributedInfrastructure,
+  createLogger,
+  distributedServiceConfig,
+  ensurePortFree,
+  exitOnConfigError,
+  exitOnStartFailure,
+  loadConfig,
+  stopOnSignals,
+  z,
+  startTracing,
+  ensureAdminPortFree,
+  startAdminServer,
+} from '@merx/kit';
 import { startAudit } from './service.js';
 
 const auditConfig = distributedServiceConfig(3003, 9003).extend({
@@ -27,9 +41,12 @@ const audit = await startAudit({
   prefetch: config.MERX_AUDIT_PREFETCH,
   ...(config.MERX_AUDIT_RETENTION_DAYS > 0 ? { retentionDays: config.MERX_AUDIT_RETENTION_DAYS } : {}),
 }).catch((error: unknown) => exitOnStartFailure('audit', error));
-const admin = await startAdminServer({ port: config.ADMIN_PORT, host: config.ADMIN_HOST, logger, sources: [{ service: 'audit', readiness: audit.readiness }] }).catch((error: unknown) =>
-  exitOnStartFailure('audit', error),
-);
+const admin = await startAdminServer({
+  port: config.ADMIN_PORT,
+  host: config.ADMIN_HOST,
+  logger,
+  sources: [{ service: 'audit', readiness: audit.readiness }],
+}).catch((error: unknown) => exitOnStartFailure('audit', error));
 logger.info({ url: audit.url, admin: admin.url }, 'audit listening');
 stopOnSignals(logger, async () => {
   await audit.stop();

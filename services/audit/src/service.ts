@@ -1,5 +1,19 @@
 import { isInternalEvent } from '@merx/contracts';
-import { batchPerKey, mountRouter, WORK_QUEUES, startService, type Bus, type Consumer, type Db, type Logger, type MerxEvent, type ReadinessCheck, type RunningService, type TokenVerifier, type MigrationMode } from '@merx/kit';
+import {
+  batchPerKey,
+  mountRouter,
+  WORK_QUEUES,
+  startService,
+  type Bus,
+  type Consumer,
+  type Db,
+  type Logger,
+  type MerxEvent,
+  type ReadinessCheck,
+  type RunningService,
+  type TokenVerifier,
+  type MigrationMode,
+} from '@merx/kit';
 import { auditRoutes } from './routes/audit.js';
 import { purgeEntriesOlderThan } from './store/entries-store.js';
 import { AUDIT_SCHEMA, auditMigrations } from './store/migrations.js';

@@ -77,7 +77,14 @@ describe('audit service (component, PostgreSQL)', () => {
     const response = await fetch(`${audit.url}${path}`, { method, headers: token ? { authorization: `Bearer ${token}` } : {} });
     const text = await response.text();
     const body = text ? JSON.parse(text) : undefined;
-    const problems = contract.validateResponse({ method, path, status: response.status, contentType: response.headers.get('content-type'), body, headers: response.headers });
+    const problems = contract.validateResponse({
+      method,
+      path,
+      status: response.status,
+      contentType: response.headers.get('content-type'),
+      body,
+      headers: response.headers,
+    });
     assert.deepEqual(problems, [], `${method} ${path}: ${text}`);
     return { status: response.status, body, headers: response.headers };
   }
@@ -105,7 +112,10 @@ describe('audit service (component, PostgreSQL)', () => {
     await publishAndAwait(merchantId, events, 3);
     const token = await sign(merchantId);
     const list = await api('GET', '/api/v1/audit', token);
-    assert.deepEqual(list.body.data.map((e: { action: string }) => e.action), ['products.deleted', 'products.updated', 'products.created']);
+    assert.deepEqual(
+      list.body.data.map((e: { action: string }) => e.action),
+      ['products.deleted', 'products.updated', 'products.created'],
+    );
     const [deleted, updated, created] = list.body.data;
     assert.deepEqual(created.changes, { before: null, after: product });
     assert.deepEqual(updated.changes, { before: { title: 'A' }, after: { title: 'B' } });
@@ -155,7 +165,10 @@ describe('audit service (component, PostgreSQL)', () => {
     const first = await api('GET', '/api/v1/audit?limit=2', token);
     assert.equal(first.body.has_more, true);
     const second = await api('GET', `/api/v1/audit?limit=2&cursor=${first.body.next_cursor}`, token);
-    assert.deepEqual(second.body.data.map((e: { sequence: number }) => e.sequence), [1]);
+    assert.deepEqual(
+      second.body.data.map((e: { sequence: number }) => e.sequence),
+      [1],
+    );
     assert.equal((await api('GET', '/api/v1/audit?since=yesterday', token)).status, 422);
   });
 
@@ -186,7 +199,10 @@ describe('audit service (component, PostgreSQL)', () => {
     await intruder.connect();
     try {
       await intruder.query('SET session_replication_role = replica');
-      await intruder.query(`UPDATE audit.entries SET changes = '{"before":null,"after":{"n":99}}' WHERE merchant_id = $1 AND id = $2`, [merchantId, entries[2].id]);
+      await intruder.query(`UPDATE audit.entries SET changes = '{"before":null,"after":{"n":99}}' WHERE merchant_id = $1 AND id = $2`, [
+        merchantId,
+        entries[2].id,
+      ]);
       const tampered = await api('GET', '/api/v1/audit/verify', token);
       assert.equal(tampered.body.valid, false);
       assert.deepEqual(tampered.body.broken_at, { id: entries[2].id, sequence: 3, reason: 'hash_mismatch' });
@@ -205,7 +221,13 @@ describe('audit service (component, PostgreSQL)', () => {
     const merchantId = trustedMerchantId(newId('mch'));
     await Promise.all(
       Array.from({ length: 40 }, () =>
-        db.transaction((tx) => appendEntryForMerchant(tx, merchantId, entryFromEvent(newId('aud'), productEvent(merchantId, 'products.created', { id: newId('prod'), object: 'product' })))),
+        db.transaction((tx) =>
+          appendEntryForMerchant(
+            tx,
+            merchantId,
+            entryFromEvent(newId('aud'), productEvent(merchantId, 'products.created', { id: newId('prod'), object: 'product' })),
+          ),
+        ),
       ),
     );
     const verify = await api('GET', '/api/v1/audit/verify', await sign(merchantId));
@@ -223,7 +245,10 @@ describe('audit service (component, PostgreSQL)', () => {
     const owner = new pg.Client({ connectionString: databaseUrl });
     await owner.connect();
     await owner.query('SET session_replication_role = replica');
-    await owner.query(`UPDATE audit.entries SET occurred_at = '2000-01-01T00:00:00Z' WHERE merchant_id = $1 AND id = ANY($2)`, [merchantId, [oldest!.id, second!.id]]);
+    await owner.query(`UPDATE audit.entries SET occurred_at = '2000-01-01T00:00:00Z' WHERE merchant_id = $1 AND id = ANY($2)`, [
+      merchantId,
+      [oldest!.id, second!.id],
+    ]);
     await owner.end();
     // occurred_at is hashed, so the aged entries no longer verify; purging them removes exactly those.
     const removed = await db.transaction((tx) => purgeEntriesOlderThan(tx, new Date('2001-01-01T00:00:00Z')));

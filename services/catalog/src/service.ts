@@ -1,4 +1,17 @@
-import { mountRouter, startGrpcServer, startService, type Bus, type RunningGrpcServer, type Consumer, type Db, type Logger, type ReadinessCheck, type RunningService, type TokenVerifier, type MigrationMode } from '@merx/kit';
+import {
+  mountRouter,
+  startGrpcServer,
+  startService,
+  type Bus,
+  type RunningGrpcServer,
+  type Consumer,
+  type Db,
+  type Logger,
+  type ReadinessCheck,
+  type RunningService,
+  type TokenVerifier,
+  type MigrationMode,
+} from '@merx/kit';
 import { consumeCatalogEvents } from './events/consumer.js';
 import { productRoutes } from './routes/products.js';
 import { CATALOG_SCHEMA, catalogMigrations } from './store/migrations.js';

@@ -77,7 +77,14 @@ export class ApiClient {
     }
     const response = await fetch(`${this.harness.url}${path}`, { method, headers, ...(body === undefined ? {} : { body }) });
     const text = await response.text();
-    const problems = contract.validateResponse({ method, path, status: response.status, contentType: response.headers.get('content-type'), body: text, headers: response.headers });
+    const problems = contract.validateResponse({
+      method,
+      path,
+      status: response.status,
+      contentType: response.headers.get('content-type'),
+      body: text,
+      headers: response.headers,
+    });
     assert.deepEqual(problems, [], `${method} ${path} answered outside the contract:\n${text.slice(0, 2000)}`);
     assert.match(response.headers.get('x-request-id') ?? '', /^req_[0-9a-z]{26}$/);
     let parsed: unknown = undefined;
@@ -203,7 +210,9 @@ export async function startHarness(options: { embedded?: boolean } = {}): Promis
       // row arrives every event committed before it has arrived too.
       const id = newId('evt');
       const arrived = events.awaitFlush(id);
-      await outbox.record(storage.db, [{ id, topic: TEST_FLUSH_TOPIC, merchant_id: newId('mch'), created_at: new Date().toISOString(), api_version: 'v1', data: { object: {} } }]);
+      await outbox.record(storage.db, [
+        { id, topic: TEST_FLUSH_TOPIC, merchant_id: newId('mch'), created_at: new Date().toISOString(), api_version: 'v1', data: { object: {} } },
+      ]);
       catalog.relay.wake();
       await arrived;
     },

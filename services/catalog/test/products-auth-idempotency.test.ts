@@ -8,7 +8,10 @@ describe('catalog: authentication and idempotency (PostgreSQL)', () => {
   let harness: Harness;
   let api: ApiClient;
 
-  useHarness((started) => (harness = started), (merchant) => (api = merchant));
+  useHarness(
+    (started) => (harness = started),
+    (merchant) => (api = merchant),
+  );
 
   const ids = async (client: ApiClient) => (await client.get('/api/v1/products?limit=100')).body.data.map((p: { id: string }) => p.id);
 
@@ -75,7 +78,10 @@ describe('catalog: authentication and idempotency (PostgreSQL)', () => {
       assert.equal((await reader.patch(`/api/v1/products/${product.id}`, { title: 'x' })).status, 403);
       assert.equal((await reader.delete(`/api/v1/products/${product.id}`)).status, 403);
       assert.deepEqual((await api.get(`/api/v1/products/${product.id}`)).body, product);
-      assert.deepEqual((await api.events()).map((e) => e.topic), ['products.created']);
+      assert.deepEqual(
+        (await api.events()).map((e) => e.topic),
+        ['products.created'],
+      );
     });
 
     it('answers 403 to GET with only products:write', async () => {
@@ -124,7 +130,10 @@ describe('catalog: authentication and idempotency (PostgreSQL)', () => {
       assert.notEqual(replay.headers.get('x-request-id'), first.headers.get('x-request-id'));
       assert.deepEqual(await ids(api), [first.body.id]);
       const events = await api.events();
-      assert.deepEqual(events.map((e) => e.topic), ['products.created']);
+      assert.deepEqual(
+        events.map((e) => e.topic),
+        ['products.created'],
+      );
       assert.deepEqual(events[0]!.data.object, first.body);
     });
 
@@ -183,7 +192,10 @@ describe('catalog: authentication and idempotency (PostgreSQL)', () => {
       }
       if (created.length === 2) assert.equal(created[0]!.text, created[1]!.text);
       assert.deepEqual(await ids(api), [created[0]!.body.id]);
-      assert.deepEqual((await api.events()).map((e) => e.topic), ['products.created']);
+      assert.deepEqual(
+        (await api.events()).map((e) => e.topic),
+        ['products.created'],
+      );
       const retry = await post(api, key);
       assert.equal(retry.text, created[0]!.text);
     });

@@ -9,7 +9,10 @@ describe('catalog: creating products (PostgreSQL)', () => {
   let harness: Harness;
   let api: ApiClient;
 
-  useHarness((started) => (harness = started), (merchant) => (api = merchant));
+  useHarness(
+    (started) => (harness = started),
+    (merchant) => (api = merchant),
+  );
 
   async function assertCreated(path: string) {
     const response = await api.post(path, SEED);
@@ -18,7 +21,18 @@ describe('catalog: creating products (PostgreSQL)', () => {
     assert.match(product.id, PRODUCT_ID);
     assert.deepEqual(
       { ...product, id: '-', created_at: '-', updated_at: '-' },
-      { ...SEED, id: '-', object: 'product', description: null, status: 'active', inventory_quantity: null, attributes: {}, version: 1, created_at: '-', updated_at: '-' },
+      {
+        ...SEED,
+        id: '-',
+        object: 'product',
+        description: null,
+        status: 'active',
+        inventory_quantity: null,
+        attributes: {},
+        version: 1,
+        created_at: '-',
+        updated_at: '-',
+      },
     );
     assert.match(product.created_at, ISO_MS);
     assert.equal(product.updated_at, product.created_at);
@@ -150,8 +164,14 @@ describe('catalog: creating products (PostgreSQL)', () => {
       assert.equal(second.status, 409, second.text);
       assert.equal(second.body.code, 'conflict');
       const list = await api.get('/api/v1/products');
-      assert.deepEqual(list.body.data.map((p: { id: string }) => p.id), [first.id]);
-      assert.deepEqual((await api.events()).map((e) => e.topic), ['products.created']);
+      assert.deepEqual(
+        list.body.data.map((p: { id: string }) => p.id),
+        [first.id],
+      );
+      assert.deepEqual(
+        (await api.events()).map((e) => e.topic),
+        ['products.created'],
+      );
     });
 
     it('lets another merchant use the same sku', async () => {

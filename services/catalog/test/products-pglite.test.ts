@@ -18,7 +18,13 @@ describe('catalog: main path on embedded PGlite', () => {
   });
 
   it('creates, reads, lists, changes and deletes a product with the same answers and events', async () => {
-    const created = await api.post('/api/v1/products/', { sku: 'TSHIRT-BLK-M', title: 'Black T-shirt', price: '19.9', currency: 'USD', attributes: { size: 'M', color: 'black' } });
+    const created = await api.post('/api/v1/products/', {
+      sku: 'TSHIRT-BLK-M',
+      title: 'Black T-shirt',
+      price: '19.9',
+      currency: 'USD',
+      attributes: { size: 'M', color: 'black' },
+    });
     assert.equal(created.status, 201, created.text);
     const product = created.body;
     assert.equal(product.price, '19.90');
@@ -30,11 +36,20 @@ describe('catalog: main path on embedded PGlite', () => {
 
     const second = await api.create({ sku: 'MUG-1', price: '1500', currency: 'JPY', status: 'draft' });
     const page = await api.get('/api/v1/products?limit=1');
-    assert.deepEqual(page.body.data.map((p: { id: string }) => p.id), [second.id]);
+    assert.deepEqual(
+      page.body.data.map((p: { id: string }) => p.id),
+      [second.id],
+    );
     const next = await api.get(`/api/v1/products?limit=1&cursor=${page.body.next_cursor}`);
-    assert.deepEqual(next.body.data.map((p: { id: string }) => p.id), [product.id]);
+    assert.deepEqual(
+      next.body.data.map((p: { id: string }) => p.id),
+      [product.id],
+    );
     assert.equal(next.body.has_more, false);
-    assert.deepEqual((await api.get('/api/v1/products?currency=JPY')).body.data.map((p: { id: string }) => p.id), [second.id]);
+    assert.deepEqual(
+      (await api.get('/api/v1/products?currency=JPY')).body.data.map((p: { id: string }) => p.id),
+      [second.id],
+    );
 
     assert.equal((await api.post('/api/v1/products', { sku: 'MUG-1', title: 'Dup', price: '1', currency: 'JPY' })).status, 409);
     assert.equal((await api.patch(path, { sku: 'MUG-1' })).status, 409);
@@ -55,7 +70,10 @@ describe('catalog: main path on embedded PGlite', () => {
     assert.equal((await api.get(path)).status, 404);
 
     const events = await api.events();
-    assert.deepEqual(events.map((e) => e.topic), ['products.created', 'products.created', 'products.updated', 'products.created', 'products.deleted']);
+    assert.deepEqual(
+      events.map((e) => e.topic),
+      ['products.created', 'products.created', 'products.updated', 'products.created', 'products.deleted'],
+    );
     assert.deepEqual(events[0]!.data, { object: product });
     assert.deepEqual(events[2]!.data, { object: updated.body, previous: { title: 'Black T-shirt', status: 'active' } });
     assert.deepEqual(events[4]!.data, { object: updated.body });

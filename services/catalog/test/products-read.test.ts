@@ -6,7 +6,10 @@ describe('catalog: reading products and tenancy (PostgreSQL)', () => {
   let harness: Harness;
   let api: ApiClient;
 
-  useHarness((started) => (harness = started), (merchant) => (api = merchant));
+  useHarness(
+    (started) => (harness = started),
+    (merchant) => (api = merchant),
+  );
 
   describe('GET /api/v1/products/{id}', () => {
     it('returns the product with its ETag', async () => {
@@ -15,7 +18,10 @@ describe('catalog: reading products and tenancy (PostgreSQL)', () => {
       assert.equal(response.status, 200);
       assert.deepEqual(response.body, created);
       assert.equal(response.headers.get('etag'), '"v1"');
-      assert.deepEqual((await api.events()).map((e) => e.topic), ['products.created']);
+      assert.deepEqual(
+        (await api.events()).map((e) => e.topic),
+        ['products.created'],
+      );
     });
 
     it('answers 404 for an unknown id', async () => {
@@ -47,7 +53,10 @@ describe('catalog: reading products and tenancy (PostgreSQL)', () => {
       await other.create({ sku: 'THEIRS-2' });
       const mine = await api.create({ sku: 'MINE-1' });
       const list = await api.get('/api/v1/products?limit=100');
-      assert.deepEqual(list.body.data.map((p: { id: string }) => p.id), [mine.id]);
+      assert.deepEqual(
+        list.body.data.map((p: { id: string }) => p.id),
+        [mine.id],
+      );
       assert.equal((await api.get('/api/v1/products?sku=THEIRS-1')).body.data.length, 0);
       assert.equal((await other.get('/api/v1/products')).body.data.length, 2);
     });
@@ -85,7 +94,10 @@ describe('catalog: reading products and tenancy (PostgreSQL)', () => {
       ]);
       assert.deepEqual(seen, newestFirst);
       const whole = await api.get('/api/v1/products');
-      assert.deepEqual(whole.body.data.map((p: { id: string }) => p.id), newestFirst);
+      assert.deepEqual(
+        whole.body.data.map((p: { id: string }) => p.id),
+        newestFirst,
+      );
       assert.equal(whole.body.has_more, false);
     });
 

@@ -5,7 +5,10 @@ describe('catalog: changing and deleting products (PostgreSQL)', () => {
   let harness: Harness;
   let api: ApiClient;
 
-  useHarness((started) => (harness = started), (merchant) => (api = merchant));
+  useHarness(
+    (started) => (harness = started),
+    (merchant) => (api = merchant),
+  );
 
   const path = (product: { id: string }) => `/api/v1/products/${product.id}`;
   const topics = async () => (await api.events()).map((event) => event.topic);
@@ -32,13 +35,23 @@ describe('catalog: changing and deleting products (PostgreSQL)', () => {
       assert.ok(updated.updated_at >= created.updated_at);
       await assertStored(updated);
       const events = await api.events();
-      assert.deepEqual(events.map((e) => e.topic), ['products.created', 'products.updated']);
+      assert.deepEqual(
+        events.map((e) => e.topic),
+        ['products.created', 'products.updated'],
+      );
       assert.deepEqual(events[1]!.data, { object: updated, previous: { title: 'Old title', price: '10.00', description: null } });
     });
 
     it('answers 200 without a new version or event when nothing changes', async () => {
       const created = await api.create({ title: 'Same', price: '10.00', attributes: { size: 'M', color: 'black' } });
-      const response = await api.patch(path(created), { title: 'Same', price: '10.0', currency: 'USD', status: 'active', description: null, attributes: { color: 'black', size: 'M' } });
+      const response = await api.patch(path(created), {
+        title: 'Same',
+        price: '10.0',
+        currency: 'USD',
+        status: 'active',
+        description: null,
+        attributes: { color: 'black', size: 'M' },
+      });
       assert.equal(response.status, 200, response.text);
       assert.deepEqual(response.body, created);
       assert.equal(response.headers.get('etag'), '"v1"');
@@ -69,8 +82,14 @@ describe('catalog: changing and deleting products (PostgreSQL)', () => {
         assert.equal(response.body.version, ++version);
       }
       const events = await api.events();
-      assert.deepEqual(events.map((e) => e.data.previous?.status), [undefined, 'draft', 'active', 'archived']);
-      assert.deepEqual(events.map((e) => e.data.object.status), ['draft', 'active', 'archived', 'active']);
+      assert.deepEqual(
+        events.map((e) => e.data.previous?.status),
+        [undefined, 'draft', 'active', 'archived'],
+      );
+      assert.deepEqual(
+        events.map((e) => e.data.object.status),
+        ['draft', 'active', 'archived', 'active'],
+      );
     });
 
     for (const [from, to, setup] of [
@@ -177,7 +196,10 @@ describe('catalog: changing and deleting products (PostgreSQL)', () => {
       await assertStored(winner.body);
       assert.equal(winner.body.version, 2);
       const events = await api.events();
-      assert.deepEqual(events.map((e) => e.topic), ['products.created', 'products.updated']);
+      assert.deepEqual(
+        events.map((e) => e.topic),
+        ['products.created', 'products.updated'],
+      );
       assert.deepEqual(events[1]!.data.object, winner.body);
     });
   });
@@ -192,7 +214,10 @@ describe('catalog: changing and deleting products (PostgreSQL)', () => {
       assert.equal((await api.get(path(created))).status, 404);
       assert.equal((await api.delete(path(created))).status, 404);
       const events = await api.events();
-      assert.deepEqual(events.map((e) => e.topic), ['products.created', 'products.updated', 'products.deleted']);
+      assert.deepEqual(
+        events.map((e) => e.topic),
+        ['products.created', 'products.updated', 'products.deleted'],
+      );
       assert.deepEqual(events[2]!.data, { object: last });
     });
 
@@ -215,7 +240,10 @@ describe('catalog: changing and deleting products (PostgreSQL)', () => {
       assert.equal(response.body.code, 'not_found');
       assert.deepEqual((await other.get(path(theirs))).body, theirs);
       assert.deepEqual(await api.events(), []);
-      assert.deepEqual((await other.events()).map((e) => e.topic), ['products.created']);
+      assert.deepEqual(
+        (await other.events()).map((e) => e.topic),
+        ['products.created'],
+      );
     });
 
     it('frees the sku for a new product', async () => {

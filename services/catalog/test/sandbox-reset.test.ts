@@ -53,11 +53,18 @@ describe('catalog: sandbox reset (PostgreSQL)', () => {
   let harness: Harness;
   let api: ApiClient;
 
-  useHarness((started) => (harness = started), (merchant) => (api = merchant));
+  useHarness(
+    (started) => (harness = started),
+    (merchant) => (api = merchant),
+  );
 
   it("deletes every product of the merchant, leaves another merchant's alone, and reports what it removed", async () => {
     const other = await harness.merchant();
-    const keyed = await api.post('/api/v1/products', { sku: 'KEYED', title: 'Keyed', price: '5.00', currency: 'USD' }, { headers: { 'idempotency-key': 'before-reset' } });
+    const keyed = await api.post(
+      '/api/v1/products',
+      { sku: 'KEYED', title: 'Keyed', price: '5.00', currency: 'USD' },
+      { headers: { 'idempotency-key': 'before-reset' } },
+    );
     assert.equal(keyed.status, 201, keyed.text);
     await api.create();
     const theirs = await other.create();
@@ -70,12 +77,29 @@ describe('catalog: sandbox reset (PostgreSQL)', () => {
     assert.equal((await api.get(`/api/v1/products/${keyed.body.id}`)).status, 404);
     assert.deepEqual(await products(other), [theirs]);
     const after = (await api.events()).slice(before.length);
-    assert.deepEqual(after.map((event) => event.topic), ['sandbox.reset', 'internal.sandbox_service_reset'], 'no products.deleted for a wipe');
+    assert.deepEqual(
+      after.map((event) => event.topic),
+      ['sandbox.reset', 'internal.sandbox_service_reset'],
+      'no products.deleted for a wipe',
+    );
     assert.equal(after[1]!.merchant_id, api.merchantId);
-    assert.deepEqual(reportOf(after[1]!), { id: reset.data.object.id, object: 'sandbox_service_reset', service: 'catalog', removed: { products: 2 }, seeded: { products: 0 } });
-    assert.deepEqual((await other.events()).map((event) => event.topic), ['products.created']);
+    assert.deepEqual(reportOf(after[1]!), {
+      id: reset.data.object.id,
+      object: 'sandbox_service_reset',
+      service: 'catalog',
+      removed: { products: 2 },
+      seeded: { products: 0 },
+    });
+    assert.deepEqual(
+      (await other.events()).map((event) => event.topic),
+      ['products.created'],
+    );
     // Idempotency keys are left alone: a retry of a request answered before the reset gets that answer again.
-    const retried = await api.post('/api/v1/products', { sku: 'KEYED', title: 'Keyed', price: '5.00', currency: 'USD' }, { headers: { 'idempotency-key': 'before-reset' } });
+    const retried = await api.post(
+      '/api/v1/products',
+      { sku: 'KEYED', title: 'Keyed', price: '5.00', currency: 'USD' },
+      { headers: { 'idempotency-key': 'before-reset' } },
+    );
     assert.equal(retried.text, keyed.text);
     assert.deepEqual(await products(api), []);
   });
@@ -91,10 +115,22 @@ describe('catalog: sandbox reset (PostgreSQL)', () => {
     assert.deepEqual(seeded.map((p: { sku: string; price: string; currency: string }) => [p.sku, p.price, p.currency]).sort(), SEEDED);
     assert.ok(seeded.every((p: { id: string; status: string; version: number }) => p.id !== old.id && p.status === 'active' && p.version === 1));
     const after = (await api.events()).slice(before.length);
-    assert.deepEqual(after.map((event) => event.topic), ['sandbox.reset', 'products.created', 'products.created', 'products.created', 'internal.sandbox_service_reset']);
+    assert.deepEqual(
+      after.map((event) => event.topic),
+      ['sandbox.reset', 'products.created', 'products.created', 'products.created', 'internal.sandbox_service_reset'],
+    );
     // Created in fixture order; the list is newest first.
-    assert.deepEqual(after.slice(1, 4).map((event) => event.data), [...seeded].reverse().map((object) => ({ object })));
-    assert.deepEqual(reportOf(after[4]!), { id: reset.data.object.id, object: 'sandbox_service_reset', service: 'catalog', removed: { products: 1 }, seeded: { products: 3 } });
+    assert.deepEqual(
+      after.slice(1, 4).map((event) => event.data),
+      [...seeded].reverse().map((object) => ({ object })),
+    );
+    assert.deepEqual(reportOf(after[4]!), {
+      id: reset.data.object.id,
+      object: 'sandbox_service_reset',
+      service: 'catalog',
+      removed: { products: 1 },
+      seeded: { products: 3 },
+    });
     // Whoever asked for the reset caused the fixtures: the audit log names them.
     assert.deepEqual(new Set(after.slice(1).map((event) => JSON.stringify(event.context))), new Set([JSON.stringify(reset.context)]));
     // The fixtures are ordinary products of the merchant.
@@ -127,7 +163,9 @@ describe('catalog: sandbox reset (PostgreSQL)', () => {
     assert.equal((await products(api)).length, 3);
     const events = await api.events();
     assert.equal(countOf(events, 'products.created'), 1 + 3);
-    assert.deepEqual(reportsIn(events).map(reportOf), [{ id: reset.data.object.id, object: 'sandbox_service_reset', service: 'catalog', removed: { products: 1 }, seeded: { products: 3 } }]);
+    assert.deepEqual(reportsIn(events).map(reportOf), [
+      { id: reset.data.object.id, object: 'sandbox_service_reset', service: 'catalog', removed: { products: 1 }, seeded: { products: 3 } },
+    ]);
   });
 
   it('names the catalog as the actor of its events when the reset names nobody', async () => {
@@ -146,7 +184,10 @@ describe('catalog: sandbox reset (PostgreSQL)', () => {
 
     assert.deepEqual(await products(api), []);
     const reports = reportsIn(await api.events());
-    assert.deepEqual(reports.map((event) => event.data.object.removed), [{ products: 0 }, { products: 3 }]);
+    assert.deepEqual(
+      reports.map((event) => event.data.object.removed),
+      [{ products: 0 }, { products: 3 }],
+    );
     assert.equal(reports[1]!.data.object.id, later.data.object.id);
   });
 });
@@ -175,10 +216,15 @@ describe('catalog: sandbox reset on embedded PGlite', () => {
     await harness.deliver(reset);
     await harness.deliver(reset, 2);
 
-    assert.deepEqual((await products(api)).map((p: { sku: string }) => p.sku).sort(), SEEDED.map(([sku]) => sku));
+    assert.deepEqual(
+      (await products(api)).map((p: { sku: string }) => p.sku).sort(),
+      SEEDED.map(([sku]) => sku),
+    );
     assert.deepEqual(await products(other), [theirs]);
     const events = await api.events();
     assert.equal(countOf(events, 'products.created'), 1 + 3);
-    assert.deepEqual(reportsIn(events).map(reportOf), [{ id: reset.data.object.id, object: 'sandbox_service_reset', service: 'catalog', removed: { products: 1 }, seeded: { products: 3 } }]);
+    assert.deepEqual(reportsIn(events).map(reportOf), [
+      { id: reset.data.object.id, object: 'sandbox_service_reset', service: 'catalog', removed: { products: 1 }, seeded: { products: 3 } },
+    ]);
   });
 });

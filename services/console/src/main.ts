@@ -1,4 +1,15 @@
-import { createLogger, createPostgresDb, ensurePortFree, exitOnConfigError, exitOnStartFailure, loadConfig, stopOnSignals, startTracing, ensureAdminPortFree, startAdminServer } from '@merx/kit';
+import {
+  createLogger,
+  createPostgresDb,
+  ensurePortFree,
+  exitOnConfigError,
+  exitOnStartFailure,
+  loadConfig,
+  stopOnSignals,
+  startTracing,
+  ensureAdminPortFree,
+  startAdminServer,
+} from '@merx/kit';
 import { startConsole } from './service.js';
 import { consoleConfig, settingsFromConfig } from './settings.js';
 
@@ -22,10 +33,20 @@ const db = createPostgresDb(config.DATABASE_URL, {
   preparedStatements: config.MERX_DB_PREPARED_STATEMENTS,
 });
 await db.ping().catch((error: unknown) => exitOnStartFailure('console', error));
-const running = await startConsole({ db, logger, settings: settingsFromConfig(config), migrationMode: config.MERX_MIGRATIONS, port: config.PORT, host: config.HOST }).catch((error: unknown) => exitOnStartFailure('console', error));
-const admin = await startAdminServer({ port: config.ADMIN_PORT, host: config.ADMIN_HOST, logger, sources: [{ service: 'console', readiness: running.readiness }] }).catch((error: unknown) =>
-  exitOnStartFailure('console', error),
-);
+const running = await startConsole({
+  db,
+  logger,
+  settings: settingsFromConfig(config),
+  migrationMode: config.MERX_MIGRATIONS,
+  port: config.PORT,
+  host: config.HOST,
+}).catch((error: unknown) => exitOnStartFailure('console', error));
+const admin = await startAdminServer({
+  port: config.ADMIN_PORT,
+  host: config.ADMIN_HOST,
+  logger,
+  sources: [{ service: 'console', readiness: running.readiness }],
+}).catch((error: unknown) => exitOnStartFailure('console', error));
 logger.info({ url: running.url, admin: admin.url }, 'console listening');
 stopOnSignals(logger, async () => {
   await running.stop();

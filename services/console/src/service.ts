@@ -1,4 +1,14 @@
-import { createServiceApp, listen, migrateSchema, scheduleMaintenance, type Db, type Logger, type MigrationMode, type ReadinessCheck, type RunningServer } from '@merx/kit';
+import {
+  createServiceApp,
+  listen,
+  migrateSchema,
+  scheduleMaintenance,
+  type Db,
+  type Logger,
+  type MigrationMode,
+  type ReadinessCheck,
+  type RunningServer,
+} from '@merx/kit';
 import { Sealer } from './domain/sealing.js';
 import { AuthorizationServer } from './oauth/authorization-server.js';
 import { consolePages } from './routes/index.js';

@@ -33,32 +33,31 @@ export function cookieIsSecure(publicUrl: string): boolean {
   throw new Error(`MERX_PUBLIC_URL must be https for the console (plain http only on localhost or 127.0.0.1), not ${publicUrl}`);
 }
 
-export const consoleConfig = z
-  .object({
-    PORT: configFields.port(3006),
-    HOST: z.string().default('0.0.0.0'),
-    ...adminListenerSettings(9006, '0.0.0.0'),
-    LOG_LEVEL: configFields.logLevel,
-    DATABASE_URL: configFields.databaseUrl,
-    MERX_DB_POOL_SIZE: configFields.positiveInt(5),
-    MERX_MIGRATIONS: configFields.migrationMode,
-    MERX_DB_CONNECT_TIMEOUT_MS: configFields.milliseconds(5_000),
-    MERX_DB_STATEMENT_TIMEOUT_MS: configFields.milliseconds(30_000),
-    MERX_DB_PREPARED_STATEMENTS: configFields.preparedStatements,
-    MERX_PUBLIC_URL: configFields.httpUrl('https://merx.example').refine((url) => {
-      try {
-        cookieIsSecure(url);
-        return true;
-      } catch {
-        return false;
-      }
-    }, 'must be https for the console (plain http only on localhost or 127.0.0.1): its session cookie is Secure'),
-    MERX_GATEWAY_URL: configFields.httpUrl('http://gateway:8080').default('http://gateway:8080'),
-    MERX_OAUTH_URL: configFields.httpUrl('http://oauth:3001').default('http://oauth:3001'),
-    MERX_CONSOLE_CLIENT_SECRET: configFields.secret('authenticates the console at the oauth service; the same value the oauth service has'),
-    MERX_CONSOLE_SESSION_HOURS: configFields.positiveInt(DEFAULT_SESSION_MAX_AGE_SECONDS / 3600),
-    MERX_CONSOLE_IDLE_MINUTES: configFields.positiveInt(DEFAULT_SESSION_IDLE_SECONDS / 60),
-  });
+export const consoleConfig = z.object({
+  PORT: configFields.port(3006),
+  HOST: z.string().default('0.0.0.0'),
+  ...adminListenerSettings(9006, '0.0.0.0'),
+  LOG_LEVEL: configFields.logLevel,
+  DATABASE_URL: configFields.databaseUrl,
+  MERX_DB_POOL_SIZE: configFields.positiveInt(5),
+  MERX_MIGRATIONS: configFields.migrationMode,
+  MERX_DB_CONNECT_TIMEOUT_MS: configFields.milliseconds(5_000),
+  MERX_DB_STATEMENT_TIMEOUT_MS: configFields.milliseconds(30_000),
+  MERX_DB_PREPARED_STATEMENTS: configFields.preparedStatements,
+  MERX_PUBLIC_URL: configFields.httpUrl('https://merx.example').refine((url) => {
+    try {
+      cookieIsSecure(url);
+      return true;
+    } catch {
+      return false;
+    }
+  }, 'must be https for the console (plain http only on localhost or 127.0.0.1): its session cookie is Secure'),
+  MERX_GATEWAY_URL: configFields.httpUrl('http://gateway:8080').default('http://gateway:8080'),
+  MERX_OAUTH_URL: configFields.httpUrl('http://oauth:3001').default('http://oauth:3001'),
+  MERX_CONSOLE_CLIENT_SECRET: configFields.secret('authenticates the console at the oauth service; the same value the oauth service has'),
+  MERX_CONSOLE_SESSION_HOURS: configFields.positiveInt(DEFAULT_SESSION_MAX_AGE_SECONDS / 3600),
+  MERX_CONSOLE_IDLE_MINUTES: configFields.positiveInt(DEFAULT_SESSION_IDLE_SECONDS / 60),
+});
 
 export type ConsoleConfig = z.infer<typeof consoleConfig>;
 

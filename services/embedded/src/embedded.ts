@@ -135,76 +135,88 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<RunningEm
       createJwksTokenVerifier({ jwksUrl: () => `${oauthUrl!}/oauth/jwks`, issuer: issuerOf(baseUrl), audience: API_AUDIENCE, revocations });
     // The gateway loads throttle overrides from oauth's internal routes, even in one process.
     const serviceToken = newServiceToken();
-    const oauth = track(await startOauth({
-      db,
-      bus,
-      verifier: verifier(),
-      logger: logger.child({ service: 'oauth' }),
-      issuer: issuerOf(baseUrl),
-      audience: API_AUDIENCE,
-      accessTokenTtlSeconds,
-      operatorToken: secrets.operator_token,
-      cookieSecret: secrets.cookie_secret,
-      serviceToken,
-      console: { clientSecret: secrets.console_client_secret, redirectUri: consoleRedirectUri(baseUrl) },
-      port: 0,
-      ...(options.signInThrottle ? { signInThrottle: options.signInThrottle } : {}),
-    }));
+    const oauth = track(
+      await startOauth({
+        db,
+        bus,
+        verifier: verifier(),
+        logger: logger.child({ service: 'oauth' }),
+        issuer: issuerOf(baseUrl),
+        audience: API_AUDIENCE,
+        accessTokenTtlSeconds,
+        operatorToken: secrets.operator_token,
+        cookieSecret: secrets.cookie_secret,
+        serviceToken,
+        console: { clientSecret: secrets.console_client_secret, redirectUri: consoleRedirectUri(baseUrl) },
+        port: 0,
+        ...(options.signInThrottle ? { signInThrottle: options.signInThrottle } : {}),
+      }),
+    );
     oauthUrl = oauth.url;
-    const revocationFeed = track(await startRevocationFeed({ list: revocations, bus, service: 'embedded', logger, load: revocationsFromStore(db, accessTokenTtlSeconds) }));
+    const revocationFeed = track(
+      await startRevocationFeed({ list: revocations, bus, service: 'embedded', logger, load: revocationsFromStore(db, accessTokenTtlSeconds) }),
+    );
     await revocationFeed.bootstrapped;
     const catalog = track(await startCatalog({ db, bus, logger: logger.child({ service: 'catalog' }), verifier: verifier(), port: 0, grpcPort: 0 }));
     const audit = track(await startAudit({ db, bus, logger: logger.child({ service: 'audit' }), verifier: verifier(), port: 0 }));
-    const webhooks = track(await startWebhooks({
-      db,
-      bus,
-      logger: logger.child({ service: 'webhooks' }),
-      verifier: verifier(),
-      port: 0,
-      settings: options.webhooks ?? webhookSettingsFromEnv(process.env, { allowPrivate: true }),
-      secretKeys,
-    }));
-    const merchants = track(await startMerchants({
-      db,
-      bus,
-      logger: logger.child({ service: 'merchants' }),
-      verifier: verifier(),
-      port: 0,
-      settings: options.merchants ?? merchantsSettingsFromEnv(process.env, { allowPrivate: true }),
-      lookupMerchant: httpMerchantLookup(oauth.url, serviceToken),
-      secretKeys,
-    }));
+    const webhooks = track(
+      await startWebhooks({
+        db,
+        bus,
+        logger: logger.child({ service: 'webhooks' }),
+        verifier: verifier(),
+        port: 0,
+        settings: options.webhooks ?? webhookSettingsFromEnv(process.env, { allowPrivate: true }),
+        secretKeys,
+      }),
+    );
+    const merchants = track(
+      await startMerchants({
+        db,
+        bus,
+        logger: logger.child({ service: 'merchants' }),
+        verifier: verifier(),
+        port: 0,
+        settings: options.merchants ?? merchantsSettingsFromEnv(process.env, { allowPrivate: true }),
+        lookupMerchant: httpMerchantLookup(oauth.url, serviceToken),
+        secretKeys,
+      }),
+    );
     // One process owns this database: it converts what an older version left in plaintext, and
     // finishes a rotation (a new key first in MERX_SECRETS_KEYS), before the API opens.
     const resealed = await resealSigningSecrets(db, secretKeys);
     if (Object.values(resealed).some((rows) => rows > 0)) logger.info({ resealed, key: secretKeys.activeKeyId }, 'signing secrets resealed');
     // Before the gateway, which routes /console to it; it calls the API back through the gateway's port.
-    const consoleApp = track(await startConsole({
-      db,
-      logger: logger.child({ service: 'console' }),
-      settings: {
+    const consoleApp = track(
+      await startConsole({
+        db,
+        logger: logger.child({ service: 'console' }),
+        settings: {
+          publicUrl: baseUrl,
+          gatewayUrl: `http://${host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host}:${port}`,
+          oauthUrl: oauth.url,
+          clientSecret: secrets.console_client_secret,
+          sessionMaxAgeSeconds: DEFAULT_SESSION_MAX_AGE_SECONDS,
+          sessionIdleSeconds: DEFAULT_SESSION_IDLE_SECONDS,
+        },
+        port: 0,
+      }),
+    );
+    const gateway = track(
+      await startGateway({
+        logger: logger.child({ service: 'gateway' }),
+        verifier: verifier(),
         publicUrl: baseUrl,
-        gatewayUrl: `http://${host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host}:${port}`,
-        oauthUrl: oauth.url,
-        clientSecret: secrets.console_client_secret,
-        sessionMaxAgeSeconds: DEFAULT_SESSION_MAX_AGE_SECONDS,
-        sessionIdleSeconds: DEFAULT_SESSION_IDLE_SECONDS,
-      },
-      port: 0,
-    }));
-    const gateway = track(await startGateway({
-      logger: logger.child({ service: 'gateway' }),
-      verifier: verifier(),
-      publicUrl: baseUrl,
-      apiReference,
-      upstreams: { oauth: oauth.url, catalog: catalog.url, audit: audit.url, webhooks: webhooks.url, merchants: merchants.url, console: consoleApp.url },
-      port,
-      host,
-      trustedProxies: options.trustedProxies ?? [],
-      serviceToken,
-      throttle: { settings: inMemory(options.throttle ?? throttleSettingsFromEnv({})), bus },
-      grpc: { port: options.grpcPort ?? 0, upstreams: { catalog: catalog.grpc.address, merchants: merchants.grpc.address, webhooks: webhooks.grpc.address } },
-    }));
+        apiReference,
+        upstreams: { oauth: oauth.url, catalog: catalog.url, audit: audit.url, webhooks: webhooks.url, merchants: merchants.url, console: consoleApp.url },
+        port,
+        host,
+        trustedProxies: options.trustedProxies ?? [],
+        serviceToken,
+        throttle: { settings: inMemory(options.throttle ?? throttleSettingsFromEnv({})), bus },
+        grpc: { port: options.grpcPort ?? 0, upstreams: { catalog: catalog.grpc.address, merchants: merchants.grpc.address, webhooks: webhooks.grpc.address } },
+      }),
+    );
     const grpcUrl = `${new URL(baseUrl).hostname}:${gateway.grpc!.port}`;
     // One admin listener for the whole process: every service's checks, named `<service>.<check>` as in the distributed mode.
     const admin = await startAdminServer({

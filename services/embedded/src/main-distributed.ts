@@ -36,7 +36,8 @@ async function ensureDatabase(databaseUrl: string): Promise<void> {
     await client.connect();
     return;
   } catch (error) {
-    if ((error as { code?: string }).code !== '3D000') throw new StartFailed(`PostgreSQL at ${redacted(databaseUrl)} is not usable: ${(error as Error).message}`);
+    if ((error as { code?: string }).code !== '3D000')
+      throw new StartFailed(`PostgreSQL at ${redacted(databaseUrl)} is not usable: ${(error as Error).message}`);
   } finally {
     await client.end().catch(() => undefined);
   }
@@ -73,7 +74,10 @@ function redacted(url: string): string {
 async function keyStillWorks(baseUrl: string, credentials: DevCredentials): Promise<boolean> {
   const response = await fetch(`${baseUrl}/oauth/token`, {
     method: 'POST',
-    headers: { authorization: `Basic ${Buffer.from(`${clientIdOf(credentials.api_key)}:${credentials.api_key}`).toString('base64')}`, 'content-type': 'application/x-www-form-urlencoded' },
+    headers: {
+      authorization: `Basic ${Buffer.from(`${clientIdOf(credentials.api_key)}:${credentials.api_key}`).toString('base64')}`,
+      'content-type': 'application/x-www-form-urlencoded',
+    },
     body: 'grant_type=client_credentials',
   });
   await response.arrayBuffer();
@@ -86,7 +90,12 @@ async function provisionSandboxMerchant(gatewayUrl: string, publicUrl: string, o
     headers: { authorization: `Bearer ${operatorToken}`, 'content-type': 'application/json', 'idempotency-key': randomBytes(16).toString('hex') },
     body: JSON.stringify({ name: 'Sandbox merchant', mode: 'sandbox', owner: { email: SANDBOX_OWNER_EMAIL } }),
   });
-  const body = (await response.json()) as { merchant: { id: string }; api_key: { secret: string }; owner: { email: string; password: string }; detail?: string };
+  const body = (await response.json()) as {
+    merchant: { id: string };
+    api_key: { secret: string };
+    owner: { email: string; password: string };
+    detail?: string;
+  };
   if (response.status !== 201) throw new StartFailed(`could not create the sandbox merchant: ${response.status} ${body.detail ?? ''}`);
   return {
     base_url: publicUrl,

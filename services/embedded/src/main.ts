@@ -1,6 +1,17 @@
 import { existsSync, rmSync } from 'node:fs';
 import path from 'node:path';
-import { ConfigError, configFields, createLogger, exitOnConfigError, exitOnStartFailure, loadConfig, startTracing, stopOnSignals, z, adminListenerSettings } from '@merx/kit';
+import {
+  ConfigError,
+  configFields,
+  createLogger,
+  exitOnConfigError,
+  exitOnStartFailure,
+  loadConfig,
+  startTracing,
+  stopOnSignals,
+  z,
+  adminListenerSettings,
+} from '@merx/kit';
 import { loadApiReference, throttleSettingsFromEnv } from '@merx/gateway';
 import { signInThrottleFromEnv } from '@merx/oauth';
 import { webhookSettingsFromEnv } from '@merx/webhooks';
@@ -70,6 +81,10 @@ const merx = await startEmbedded({
   return exitOnStartFailure('merx', error);
 });
 process.stdout.write(
-  startBanner(`Merx is running (embedded mode${merx.firstStart ? ', first start: sandbox merchant created' : ''})`, merx.credentials, path.join(dataDir, 'dev.json')),
+  startBanner(
+    `Merx is running (embedded mode${merx.firstStart ? ', first start: sandbox merchant created' : ''})`,
+    merx.credentials,
+    path.join(dataDir, 'dev.json'),
+  ),
 );
 stopOnSignals(logger, () => merx.stop());

@@ -21,7 +21,8 @@ try {
 const db = createPostgresDb(config.DATABASE_URL, { maxConnections: 1, applicationName: 'merx-secrets-reseal', statementTimeoutMs: 0 });
 try {
   const changed = await resealSigningSecrets(db, config.MERX_SECRETS_KEYS);
-  for (const [table, rows] of Object.entries(changed)) process.stdout.write(`secrets:reseal: ${table}: ${rows} row(s) resealed under key ${config.MERX_SECRETS_KEYS.activeKeyId}\n`);
+  for (const [table, rows] of Object.entries(changed))
+    process.stdout.write(`secrets:reseal: ${table}: ${rows} row(s) resealed under key ${config.MERX_SECRETS_KEYS.activeKeyId}\n`);
 } catch (error) {
   await db.close().catch(() => undefined);
   exitOnStartFailure('secrets:reseal', error);

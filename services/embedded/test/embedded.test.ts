@@ -69,7 +69,7 @@ describe('embedded mode (npm start)', () => {
     }
   });
 
-  it('keeps an operator\'s throttle override across a restart, and listens on loopback only unless told otherwise', async function () {
+  it("keeps an operator's throttle override across a restart, and listens on loopback only unless told otherwise", async function () {
     this.timeout(60_000);
     const logger = createLogger('embedded-test', 'silent');
     const first = await startEmbedded({ dataDir, port: 0, logger });
@@ -89,7 +89,7 @@ describe('embedded mode (npm start)', () => {
     const second = await startEmbedded({ dataDir, port: 0, logger });
     try {
       const token = await tokenFor(second.baseUrl, second.credentials.api_key);
-      for (let deadline = Date.now() + 10_000; ; ) {
+      for (let deadline = Date.now() + 10_000; ;) {
         const ready = (await (await fetch(`${second.admin.url}/readyz`)).json()) as { checks: Record<string, string> };
         if (ready.checks['gateway.limiter'] === 'ok') break;
         assert.ok(Date.now() < deadline, `the overrides were not loaded: ${JSON.stringify(ready)}`);

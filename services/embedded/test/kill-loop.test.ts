@@ -18,7 +18,9 @@ async function listAll<Item>(baseUrl: string, token: string, pathAndQuery: strin
   let cursor: string | null = null;
   do {
     const separator = pathAndQuery.includes('?') ? '&' : '?';
-    const response = await fetch(`${baseUrl}${pathAndQuery}${separator}limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, { headers: { authorization: `Bearer ${token}` } });
+    const response = await fetch(`${baseUrl}${pathAndQuery}${separator}limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
     assert.equal(response.status, 200, await response.clone().text());
     const page = (await response.json()) as Page<Item>;
     items.push(...page.data);
@@ -59,7 +61,7 @@ describe('the embedded process killed while it writes', function () {
     return merx;
   };
 
-  it('loses no committed product\'s event or audit entry, whenever the kill comes', async () => {
+  it("loses no committed product's event or audit entry, whenever the kill comes", async () => {
     const acknowledged = new Map<string, string>(); // product id -> sku
     // Kill after these many ms of writing: early in a burst, mid-way, late; several rounds.
     const killAfterMs = [150, 400, 900, 60, 1_500];
@@ -101,7 +103,11 @@ describe('the embedded process killed while it writes', function () {
     const baseUrl = `http://localhost:${port}`;
     const token = await tokenFor(baseUrl, credentials!.api_key);
     const products = (await listAll<{ id: string }>(baseUrl, token, '/api/v1/products')).map((product) => product.id);
-    assert.deepEqual([...acknowledged.keys()].filter((id) => !products.includes(id)), [], 'acknowledged products that are gone');
+    assert.deepEqual(
+      [...acknowledged.keys()].filter((id) => !products.includes(id)),
+      [],
+      'acknowledged products that are gone',
+    );
     const missing = async () => {
       const events = await listAll<{ data: { object: { id: string } } }>(baseUrl, token, '/api/v1/events?topic=products.created');
       const entries = await listAll<{ resource: { id: string } }>(baseUrl, token, '/api/v1/audit?action=products.created');
@@ -120,7 +126,11 @@ describe('the embedded process killed while it writes', function () {
       gaps = await missing();
     }
     assert.ok(acknowledged.size > killAfterMs.length * 3, `only ${acknowledged.size} products were acknowledged`);
-    assert.deepEqual(gaps, { events: [], entries: [] }, `of ${products.length} committed products (${acknowledged.size} acknowledged), these lack their event or audit entry`);
+    assert.deepEqual(
+      gaps,
+      { events: [], entries: [] },
+      `of ${products.length} committed products (${acknowledged.size} acknowledged), these lack their event or audit entry`,
+    );
     const verification = await fetch(`${baseUrl}/api/v1/audit/verify`, { headers: { authorization: `Bearer ${token}` } });
     assert.equal(((await verification.json()) as { valid: boolean }).valid, true);
   });

@@ -54,4 +54,3 @@ export async function tokenFor(baseUrl: string, apiKey: string): Promise<string>
   assert.equal(response.status, 200);
   return ((await response.json()) as { access_token: string }).access_token;
 }
-

@@ -68,7 +68,7 @@ describe('npm run start:distributed (every service its own process on the local 
     await admin.end();
   });
 
-  it('creates its database, starts seven processes, makes a sandbox merchant and dev.json, prints the console and the owner\'s sign-in, stops them all on Ctrl-C, and reuses the credentials next time', async () => {
+  it("creates its database, starts seven processes, makes a sandbox merchant and dev.json, prints the console and the owner's sign-in, stops them all on Ctrl-C, and reuses the credentials next time", async () => {
     const first = launch('main-distributed', env);
     let credentials: DevCredentials;
     let urls: string[];
@@ -81,7 +81,7 @@ describe('npm run start:distributed (every service its own process on the local 
       urls = serviceUrlsOf(first.stdout());
       assert.equal(urls.length, 7, first.stdout());
       assert.ok(first.stdout().includes(`Console       ${credentials.base_url}/console`), first.stdout());
-      assert.ok(first.stdout().includes(credentials.owner_email) && first.stdout().includes(credentials.owner_password), 'the owner\'s sign-in details');
+      assert.ok(first.stdout().includes(credentials.owner_email) && first.stdout().includes(credentials.owner_password), "the owner's sign-in details");
       for (const url of urls) assert.equal(await answers(url), true, url);
 
       const token = await tokenFor(credentials.base_url, credentials.api_key);
@@ -161,11 +161,14 @@ describe('npm start failing to start (embedded)', function () {
       const second = launch('main', { PORT: String(await freePort()), MERX_DATA_DIR: dataDir });
       assert.equal(await exitOf(second), 1);
       assertOneLine(second.stderr(), new RegExp(`^merx: could not start: .*${path.basename(dataDir)} is in use by process ${owner.child.pid}`));
-      assert.ok(existsSync(path.join(dataDir, 'dev.json')), 'the owner\'s data is untouched');
+      assert.ok(existsSync(path.join(dataDir, 'dev.json')), "the owner's data is untouched");
       // npm start names the console and who signs in to it, from dev.json.
       const credentials = JSON.parse(await readFile(path.join(dataDir, 'dev.json'), 'utf8')) as DevCredentials;
       assert.ok(owner.stdout().includes(`Console       ${credentials.base_url}/console`), owner.stdout());
-      assert.ok(owner.stdout().includes(`Sign in as  ${credentials.owner_email}`) && owner.stdout().includes(`Password    ${credentials.owner_password}`), owner.stdout());
+      assert.ok(
+        owner.stdout().includes(`Sign in as  ${credentials.owner_email}`) && owner.stdout().includes(`Password    ${credentials.owner_password}`),
+        owner.stdout(),
+      );
     } finally {
       owner.child.kill('SIGTERM');
     }
@@ -213,8 +216,14 @@ describe('an idempotent create and its stored answer commit together (embedded)'
       assert.equal(retried.headers.get('idempotent-replayed'), 'true', 'the retry replays the committed answer');
       assert.match(body.secret, /^mx_test_/);
       const token = await tokenFor(credentials.base_url, credentials.api_key);
-      const keys = (await (await fetch(`${credentials.base_url}/api/v1/api-keys?limit=100`, { headers: { authorization: `Bearer ${token}` } })).json()) as { data: Array<{ id: string; name: string }> };
-      assert.deepEqual(keys.data.filter((key) => key.name === 'Created once').map((key) => key.id), [body.id], 'one key, not two');
+      const keys = (await (await fetch(`${credentials.base_url}/api/v1/api-keys?limit=100`, { headers: { authorization: `Bearer ${token}` } })).json()) as {
+        data: Array<{ id: string; name: string }>;
+      };
+      assert.deepEqual(
+        keys.data.filter((key) => key.name === 'Created once').map((key) => key.id),
+        [body.id],
+        'one key, not two',
+      );
     } finally {
       restarted.child.kill('SIGTERM');
       await exitOf(restarted);

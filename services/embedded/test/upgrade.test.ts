@@ -21,7 +21,17 @@ const REDIS_URL = process.env.MERX_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
  * schema. Shipped migrations are frozen, so their SQL is today's; what the upgrade adds is the rest.
  */
 const PREVIOUS_RELEASE: Record<string, string[]> = {
-  oauth: ['000_idempotency_keys', '000_inbox', '000_outbox', '001_accounts', '002_signing_keys', '003_oidc_payloads', '004_users_and_apps', '005_signing_key_states', '010_throttle_overrides'],
+  oauth: [
+    '000_idempotency_keys',
+    '000_inbox',
+    '000_outbox',
+    '001_accounts',
+    '002_signing_keys',
+    '003_oidc_payloads',
+    '004_users_and_apps',
+    '005_signing_key_states',
+    '010_throttle_overrides',
+  ],
   catalog: ['000_idempotency_keys', '000_inbox', '000_outbox', '001_products'],
   audit: ['000_idempotency_keys', '000_inbox', '000_outbox', '001_entries'],
   webhooks: ['000_idempotency_keys', '000_inbox', '000_outbox', '001_webhooks'],
@@ -108,9 +118,14 @@ describe('upgrading a deployment: the migrate command on a database of the previ
     const first = await migrateCommand(databaseUrl);
     assert.equal(first.code, 0, first.stderr);
     assert.match(first.stdout, /^migrate: catalog: applied 000_idempotency_keys_by_credential, 000_outbox_trace_context$/m);
-    assert.match(first.stdout, /^migrate: oauth: applied 000_idempotency_keys_by_credential, 000_outbox_trace_context, 012_login_failures, 013_merchant_group_versions$/m);
+    assert.match(
+      first.stdout,
+      /^migrate: oauth: applied 000_idempotency_keys_by_credential, 000_outbox_trace_context, 012_login_failures, 013_merchant_group_versions$/m,
+    );
     // Each side's numbering so far goes on as the version of the half it owns; the shown version stays.
-    const { rows: standing } = await db.query(`SELECT status, standing_version, profile_version, standing_updated_at = updated_at AS same_time FROM oauth.merchants WHERE id = 'mch_old'`);
+    const { rows: standing } = await db.query(
+      `SELECT status, standing_version, profile_version, standing_updated_at = updated_at AS same_time FROM oauth.merchants WHERE id = 'mch_old'`,
+    );
     assert.deepEqual(standing, [{ status: 'suspended', standing_version: 3, profile_version: 1, same_time: true }]);
     const { rows: profile } = await db.query(`SELECT name, profile_version, standing_version FROM merchants.merchants WHERE merchant_id = 'mch_old'`);
     assert.deepEqual(profile, [{ name: 'Renamed old shop', profile_version: 4, standing_version: 1 }]);
@@ -146,7 +161,9 @@ describe('upgrading a deployment: the migrate command on a database of the previ
     } finally {
       const { catalogMigrations } = await import('@merx/catalog');
 
-      await db.query(`UPDATE catalog.schema_migrations SET checksum = $1 WHERE id = '001_products'`, [migrationChecksum(catalogMigrations.find((m) => m.id === '001_products')!)]);
+      await db.query(`UPDATE catalog.schema_migrations SET checksum = $1 WHERE id = '001_products'`, [
+        migrationChecksum(catalogMigrations.find((m) => m.id === '001_products')!),
+      ]);
     }
   });
 
@@ -161,10 +178,17 @@ describe('upgrading a deployment: the migrate command on a database of the previ
       const body = JSON.stringify({ sku: 'NEW-1', title: 'After the upgrade', price: '5.00', currency: 'USD' });
       const created = await fetch(`${credentials.base_url}/api/v1/products`, { method: 'POST', headers: { ...headers, 'idempotency-key': 'upgrade-1' }, body });
       assert.equal(created.status, 201, await created.clone().text());
-      const replayed = await fetch(`${credentials.base_url}/api/v1/products`, { method: 'POST', headers: { ...headers, 'idempotency-key': 'upgrade-1' }, body });
+      const replayed = await fetch(`${credentials.base_url}/api/v1/products`, {
+        method: 'POST',
+        headers: { ...headers, 'idempotency-key': 'upgrade-1' },
+        body,
+      });
       assert.equal(replayed.headers.get('idempotent-replayed'), 'true');
       const listed = (await (await fetch(`${credentials.base_url}/api/v1/products`, { headers })).json()) as { data: Array<{ sku: string }> };
-      assert.deepEqual(listed.data.map((product) => product.sku), ['NEW-1']);
+      assert.deepEqual(
+        listed.data.map((product) => product.sku),
+        ['NEW-1'],
+      );
       const { rows } = await db.query(`SELECT count(*)::int AS n FROM catalog.products WHERE merchant_id = 'mer_old'`);
       assert.deepEqual(rows, [{ n: 1 }]);
     } finally {

@@ -25,12 +25,15 @@ describe('loadApiReference', () => {
   });
 
   it('stops start-up with one line when the bundle is missing', () => {
-    assert.throws(() => loadApiReference(path.join(directory, 'nothing.js')), (error: unknown) => {
-      assert.ok(error instanceof ConfigError);
-      assert.match(error.message, /^gateway: configuration error: the API reference renderer redoc\/bundles\/redoc\.standalone\.js is missing \(ENOENT/);
-      assert.ok(!error.message.includes('\n'));
-      return true;
-    });
+    assert.throws(
+      () => loadApiReference(path.join(directory, 'nothing.js')),
+      (error: unknown) => {
+        assert.ok(error instanceof ConfigError);
+        assert.match(error.message, /^gateway: configuration error: the API reference renderer redoc\/bundles\/redoc\.standalone\.js is missing \(ENOENT/);
+        assert.ok(!error.message.includes('\n'));
+        return true;
+      },
+    );
   });
 
   it('stops start-up when the bundle names the CDN logo other than once, so a Redoc upgrade is checked', async () => {

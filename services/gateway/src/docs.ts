@@ -54,7 +54,10 @@ export function loadApiReference(bundlePath?: string): ApiReference {
     throw new ConfigError('gateway', [`the API reference renderer ${REDOC_BUNDLE} is missing (${(error as Error).message.split('\n')[0]}); run npm ci`]);
   }
   const logos = bundle.split(REDOCLY_LOGO_URL).length - 1;
-  if (logos !== 1) throw new ConfigError('gateway', [`${REDOC_BUNDLE} names Redocly's CDN logo ${logos} times instead of once; check the bundle for requests to other origins`]);
+  if (logos !== 1)
+    throw new ConfigError('gateway', [
+      `${REDOC_BUNDLE} names Redocly's CDN logo ${logos} times instead of once; check the bundle for requests to other origins`,
+    ]);
   const script = Buffer.from(bundle.replace(REDOCLY_LOGO_URL, '"data:,"'), 'utf8');
   const digest = createHash('sha256').update(script).digest('hex').slice(0, 16);
   const scriptPath = `${API_REFERENCE_PATH}/assets/redoc.standalone.${digest}.js`;

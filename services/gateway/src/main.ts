@@ -30,7 +30,10 @@ import { throttleSettingsFromEnv } from './throttle/config.js';
 
 // host:port, or a grpc-js target such as dns:///catalog-grpc:50052 (every address of a headless Service).
 const grpcAddress = (fallback: string) =>
-  z.string().regex(/^(dns:\/\/\/)?([A-Za-z0-9.-]+|\[[0-9a-fA-F:]+\]):\d{1,5}$/, 'must be host:port or dns:///host:port (e.g. catalog:50052)').default(fallback);
+  z
+    .string()
+    .regex(/^(dns:\/\/\/)?([A-Za-z0-9.-]+|\[[0-9a-fA-F:]+\]):\d{1,5}$/, 'must be host:port or dns:///host:port (e.g. catalog:50052)')
+    .default(fallback);
 
 const gatewayConfig = z.object({
   PORT: configFields.port(8080),
@@ -58,7 +61,7 @@ const gatewayConfig = z.object({
   REDIS_URL: configFields.redisUrl.optional(),
   // An ingress or load balancer in front: whose X-Forwarded-For names the client (default: nobody).
   MERX_TRUSTED_PROXIES: configFields.trustedProxies,
-  MERX_SERVICE_TOKEN: configFields.secret('the credential services present to each other\'s internal routes'),
+  MERX_SERVICE_TOKEN: configFields.secret("the credential services present to each other's internal routes"),
   ...busRetrySettings,
 });
 
@@ -85,10 +88,19 @@ await ensurePortFree(config.GRPC_PORT, config.HOST).catch((error: unknown) => ex
 await ensureAdminPortFree(config).catch((error: unknown) => exitOnStartFailure('gateway', error));
 const bus = await AmqpBus.connect({ url: config.AMQP_URL, service: 'gateway', logger, deployment: config.MERX_DEPLOYMENT, retry: busRetryPolicyOf(config) });
 const revocations = new RevocationList({ maxTokenLifetimeSeconds: DEFAULT_MAX_TOKEN_LIFETIME_SECONDS });
-const revocationFeed = await startRevocationFeed({ list: revocations, bus, service: 'gateway', logger, load: httpRevocationLoader(config.MERX_OAUTH_URL, config.MERX_SERVICE_TOKEN) }).catch((error: unknown) =>
-  exitOnStartFailure('gateway', error),
-);
-const verifier = createJwksTokenVerifier({ jwksUrl: config.MERX_JWKS_URL ?? jwksUrlOf(config.MERX_OAUTH_URL), issuer: issuerOf(config.MERX_PUBLIC_URL), audience: API_AUDIENCE, revocations });
+const revocationFeed = await startRevocationFeed({
+  list: revocations,
+  bus,
+  service: 'gateway',
+  logger,
+  load: httpRevocationLoader(config.MERX_OAUTH_URL, config.MERX_SERVICE_TOKEN),
+}).catch((error: unknown) => exitOnStartFailure('gateway', error));
+const verifier = createJwksTokenVerifier({
+  jwksUrl: config.MERX_JWKS_URL ?? jwksUrlOf(config.MERX_OAUTH_URL),
+  issuer: issuerOf(config.MERX_PUBLIC_URL),
+  audience: API_AUDIENCE,
+  revocations,
+});
 const gateway = await startGateway({
   logger,
   verifier,
@@ -96,16 +108,29 @@ const gateway = await startGateway({
   throttle: { settings: throttleSettings, bus },
   publicUrl: config.MERX_PUBLIC_URL,
   apiReference,
-  upstreams: { oauth: config.MERX_OAUTH_URL, catalog: config.MERX_CATALOG_URL, audit: config.MERX_AUDIT_URL, webhooks: config.MERX_WEBHOOKS_URL, merchants: config.MERX_MERCHANTS_URL, console: config.MERX_CONSOLE_URL },
+  upstreams: {
+    oauth: config.MERX_OAUTH_URL,
+    catalog: config.MERX_CATALOG_URL,
+    audit: config.MERX_AUDIT_URL,
+    webhooks: config.MERX_WEBHOOKS_URL,
+    merchants: config.MERX_MERCHANTS_URL,
+    console: config.MERX_CONSOLE_URL,
+  },
   trustedProxies: config.MERX_TRUSTED_PROXIES,
   serviceToken: config.MERX_SERVICE_TOKEN,
   port: config.PORT,
   host: config.HOST,
-  grpc: { port: config.GRPC_PORT, upstreams: { catalog: config.MERX_CATALOG_GRPC, merchants: config.MERX_MERCHANTS_GRPC, webhooks: config.MERX_WEBHOOKS_GRPC } },
+  grpc: {
+    port: config.GRPC_PORT,
+    upstreams: { catalog: config.MERX_CATALOG_GRPC, merchants: config.MERX_MERCHANTS_GRPC, webhooks: config.MERX_WEBHOOKS_GRPC },
+  },
 }).catch((error: unknown) => exitOnStartFailure('gateway', error));
-const admin = await startAdminServer({ port: config.ADMIN_PORT, host: config.ADMIN_HOST, logger, sources: [{ service: 'gateway', readiness: gateway.readiness }] }).catch((error: unknown) =>
-  exitOnStartFailure('gateway', error),
-);
+const admin = await startAdminServer({
+  port: config.ADMIN_PORT,
+  host: config.ADMIN_HOST,
+  logger,
+  sources: [{ service: 'gateway', readiness: gateway.readiness }],
+}).catch((error: unknown) => exitOnStartFailure('gateway', error));
 logger.info({ url: gateway.url, admin: admin.url, grpc: gateway.grpc!.address }, 'gateway listening');
 stopOnSignals(logger, async () => {
   await gateway.stop();

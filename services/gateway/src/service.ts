@@ -132,7 +132,15 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
   const server = await listen(app, deps.port, deps.host);
   let grpc: RunningGrpcEdge | undefined;
   try {
-    if (deps.grpc) grpc = await startGrpcEdge({ logger: deps.logger, verifier: deps.verifier, upstreams: deps.grpc.upstreams, port: deps.grpc.port, ...(deps.host ? { host: deps.host } : {}), ...(throttle ? { throttle } : {}) });
+    if (deps.grpc)
+      grpc = await startGrpcEdge({
+        logger: deps.logger,
+        verifier: deps.verifier,
+        upstreams: deps.grpc.upstreams,
+        port: deps.grpc.port,
+        ...(deps.host ? { host: deps.host } : {}),
+        ...(throttle ? { throttle } : {}),
+      });
   } catch (error) {
     await server.close();
     await throttle?.stop();

@@ -25,11 +25,29 @@ describe('gateway (component, upstreams down)', () => {
     const { privateKey, publicKey } = await generateKeyPair('ES256');
     const publicJwk = { ...(await exportJWK(publicKey)), kid: 'test', alg: 'ES256' };
     sign = (claims) =>
-      new SignJWT(claims).setProtectedHeader({ alg: 'ES256', kid: 'test', typ: 'at+jwt' }).setIssuer(ISSUER).setAudience('urn:merx:api').setIssuedAt().setExpirationTime('5m').sign(privateKey);
+      new SignJWT(claims)
+        .setProtectedHeader({ alg: 'ES256', kid: 'test', typ: 'at+jwt' })
+        .setIssuer(ISSUER)
+        .setAudience('urn:merx:api')
+        .setIssuedAt()
+        .setExpirationTime('5m')
+        .sign(privateKey);
     const verifier = createTokenVerifier(createLocalJWKSet({ keys: [publicJwk] }), { issuer: ISSUER, audience: 'urn:merx:api' });
     const down = `http://127.0.0.1:${await closedPort()}`;
-    gateway = await startGateway({ logger: createLogger('gateway-test', 'silent'), verifier, publicUrl: 'http://localhost:8080', upstreams: { oauth: down, catalog: down, audit: down, webhooks: down, merchants: down }, serviceToken: 'gateway-test-service-token', port: 0 });
-    admin = await startAdminServer({ port: 0, host: '127.0.0.1', logger: createLogger('gateway-test', 'silent'), sources: [{ service: 'gateway', readiness: gateway.readiness }] });
+    gateway = await startGateway({
+      logger: createLogger('gateway-test', 'silent'),
+      verifier,
+      publicUrl: 'http://localhost:8080',
+      upstreams: { oauth: down, catalog: down, audit: down, webhooks: down, merchants: down },
+      serviceToken: 'gateway-test-service-token',
+      port: 0,
+    });
+    admin = await startAdminServer({
+      port: 0,
+      host: '127.0.0.1',
+      logger: createLogger('gateway-test', 'silent'),
+      sources: [{ service: 'gateway', readiness: gateway.readiness }],
+    });
   });
   after(async () => {
     await admin.close();

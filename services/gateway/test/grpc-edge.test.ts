@@ -13,7 +13,16 @@ import {
   type UpsertProductsRequest,
   type UpsertProductsResponse,
 } from '@merx/contracts/grpc';
-import { createLogger, createTokenVerifier, decodeGrpcStatusDetails, grpc, grpcServiceDefinitionOf, newId, startGrpcServer, type RunningGrpcServer } from '@merx/kit';
+import {
+  createLogger,
+  createTokenVerifier,
+  decodeGrpcStatusDetails,
+  grpc,
+  grpcServiceDefinitionOf,
+  newId,
+  startGrpcServer,
+  type RunningGrpcServer,
+} from '@merx/kit';
 import { throttleSettingsFromEnv } from '../src/throttle/config.js';
 import { createThrottle, type Throttle } from '../src/throttle/limiter.js';
 import { purgeThrottleState } from '../src/throttle/redis-store.js';
@@ -65,15 +74,29 @@ describe('gRPC edge (component, real Redis)', function () {
   before(async () => {
     const { privateKey, publicKey } = await generateKeyPair('ES256');
     const publicJwk = { ...(await exportJWK(publicKey)), kid: 'test', alg: 'ES256' };
-    sign = (claims) => new SignJWT(claims).setProtectedHeader({ alg: 'ES256', kid: 'test', typ: 'at+jwt' }).setIssuer(ISSUER).setAudience('urn:merx:api').setIssuedAt().setExpirationTime('5m').sign(privateKey);
+    sign = (claims) =>
+      new SignJWT(claims)
+        .setProtectedHeader({ alg: 'ES256', kid: 'test', typ: 'at+jwt' })
+        .setIssuer(ISSUER)
+        .setAudience('urn:merx:api')
+        .setIssuedAt()
+        .setExpirationTime('5m')
+        .sign(privateKey);
     verifier = createTokenVerifier(createLocalJWKSet({ keys: [publicJwk] }), { issuer: ISSUER, audience: 'urn:merx:api' });
     const upsertProducts = (call: grpc.ServerDuplexStream<UpsertProductsRequest, UpsertProductsResponse>) => {
       seenMetadata.push(call.metadata);
       let index = 0;
-      call.on('data', (request: UpsertProductsRequest) => call.write(create(UpsertProductsResponseSchema, { result: create(ProductResultSchema, { index: index++, sku: request.product?.sku ?? '' }) })));
+      call.on('data', (request: UpsertProductsRequest) =>
+        call.write(create(UpsertProductsResponseSchema, { result: create(ProductResultSchema, { index: index++, sku: request.product?.sku ?? '' }) })),
+      );
       call.on('end', () => call.end());
     };
-    upstream = await startGrpcServer({ port: 0, services: [{ definition: grpcServiceDefinitionOf(ProductService), implementation: { UpsertProducts: upsertProducts } as grpc.UntypedServiceImplementation }] });
+    upstream = await startGrpcServer({
+      port: 0,
+      services: [
+        { definition: grpcServiceDefinitionOf(ProductService), implementation: { UpsertProducts: upsertProducts } as grpc.UntypedServiceImplementation },
+      ],
+    });
   });
   beforeEach(() => {
     seenMetadata = [];
@@ -93,7 +116,10 @@ describe('gRPC edge (component, real Redis)', function () {
     const token = await tokenFor();
     const { answers, error } = await upsertAll(client, metadataWith(token), 300);
     assert.equal(error, undefined);
-    assert.deepEqual(answers.map((answer) => answer.result!.sku), Array.from({ length: 300 }, (_, index) => `SKU-${index}`));
+    assert.deepEqual(
+      answers.map((answer) => answer.result!.sku),
+      Array.from({ length: 300 }, (_, index) => `SKU-${index}`),
+    );
     assert.equal(seenMetadata.length, 1);
     assert.equal(seenMetadata[0]!.get('authorization')[0], `Bearer ${token}`);
     assert.match(String(seenMetadata[0]!.get('x-request-id')[0]), /^req_[0-9a-z]{26}$/);
@@ -105,7 +131,9 @@ describe('gRPC edge (component, real Redis)', function () {
     assert.equal(unauthenticated.error?.code, grpc.status.UNAUTHENTICATED);
     const denied = await upsertAll(client, metadataWith(await tokenFor('products:read')), 1);
     assert.equal(denied.error?.code, grpc.status.PERMISSION_DENIED);
-    const reasons = decodeGrpcStatusDetails(denied.error!.metadata)!.details.map((detail) => anyUnpack(detail, ErrorInfoSchema)?.reason).filter(Boolean);
+    const reasons = decodeGrpcStatusDetails(denied.error!.metadata)!
+      .details.map((detail) => anyUnpack(detail, ErrorInfoSchema)?.reason)
+      .filter(Boolean);
     assert.deepEqual(reasons, ['insufficient_scope']);
     assert.equal(seenMetadata.length, 0);
   });
@@ -129,6 +157,9 @@ describe('gRPC edge (component, real Redis)', function () {
     assert.ok(answers.length < 200);
     const details = decodeGrpcStatusDetails(error!.metadata)!.details;
     assert.equal(details.map((detail) => anyUnpack(detail, ErrorInfoSchema)?.reason).find(Boolean), 'rate_limited');
-    assert.ok(details.some((detail) => anyUnpack(detail, RetryInfoSchema)?.retryDelay), 'RetryInfo says when to come back');
+    assert.ok(
+      details.some((detail) => anyUnpack(detail, RetryInfoSchema)?.retryDelay),
+      'RetryInfo says when to come back',
+    );
   });
 });

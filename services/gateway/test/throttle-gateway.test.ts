@@ -23,7 +23,6 @@ interface Upstream {
   storedOverrides: StoredThrottleOverride[];
 }
 
-
 const SERVICE_TOKEN = 'throttle-test-service-token-0123456789';
 /** Answers everything with 200; the token endpoint echoes what reached it; oauth's internal overrides list is the test's. */
 async function startUpstream(): Promise<Upstream> {
@@ -41,7 +40,13 @@ async function startUpstream(): Promise<Upstream> {
         }
         return res.end(JSON.stringify({ overrides: upstream.storedOverrides }));
       }
-      res.end(JSON.stringify(req.url?.startsWith('/oauth/token') ? { received: Buffer.concat(chunks).toString('utf8') } : { object: 'list', data: [], has_more: false, next_cursor: null }));
+      res.end(
+        JSON.stringify(
+          req.url?.startsWith('/oauth/token')
+            ? { received: Buffer.concat(chunks).toString('utf8') }
+            : { object: 'list', data: [], has_more: false, next_cursor: null },
+        ),
+      );
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -97,23 +102,46 @@ describe('gateway throttle classes (component, real Redis)', function () {
   const settings: ThrottleSettings = {
     ...throttleSettingsFromEnv({ REDIS_URL }),
     keyPrefix: prefix,
-    plans: mergePlans({ standard: { burst: { capacity: 6, refill_per_second: 0.01 }, writes: { capacity: 3, refill_per_second: 0.01 }, sensitive: { limit: 2, window_seconds: 60 } } }),
+    plans: mergePlans({
+      standard: {
+        burst: { capacity: 6, refill_per_second: 0.01 },
+        writes: { capacity: 3, refill_per_second: 0.01 },
+        sensitive: { limit: 2, window_seconds: 60 },
+      },
+    }),
     tokenEndpoint: { limit: 3, window_seconds: 60 },
   };
 
   const start = async (throttle: ThrottleSettings, bus?: MemoryBus) => {
-    const gateway = await startGateway({ logger, verifier, publicUrl: 'http://localhost:8080', upstreams: { oauth: upstream.url, catalog: upstream.url, audit: upstream.url, webhooks: upstream.url, merchants: upstream.url }, serviceToken: SERVICE_TOKEN, port: 0, throttle: { settings: throttle, ...(bus ? { bus } : {}) } });
+    const gateway = await startGateway({
+      logger,
+      verifier,
+      publicUrl: 'http://localhost:8080',
+      upstreams: { oauth: upstream.url, catalog: upstream.url, audit: upstream.url, webhooks: upstream.url, merchants: upstream.url },
+      serviceToken: SERVICE_TOKEN,
+      port: 0,
+      throttle: { settings: throttle, ...(bus ? { bus } : {}) },
+    });
     gateways.push(gateway);
     return gateway;
   };
-  const merchantToken = (merchantId = newId('mch'), plan = 'standard') => sign({ merchant_id: merchantId, client_id: 'mx_test_AAAAAAAAAAAAAAAA', scope: 'products:read products:write', plan });
-  const get = (gateway: RunningGateway, token: string, path = '/api/v1/products') => fetch(`${gateway.url}${path}`, { headers: { authorization: `Bearer ${token}` } });
+  const merchantToken = (merchantId = newId('mch'), plan = 'standard') =>
+    sign({ merchant_id: merchantId, client_id: 'mx_test_AAAAAAAAAAAAAAAA', scope: 'products:read products:write', plan });
+  const get = (gateway: RunningGateway, token: string, path = '/api/v1/products') =>
+    fetch(`${gateway.url}${path}`, { headers: { authorization: `Bearer ${token}` } });
 
   before(async () => {
     upstream = await startUpstream();
     const { privateKey, publicKey } = await generateKeyPair('ES256');
     const publicJwk = { ...(await exportJWK(publicKey)), kid: 'test', alg: 'ES256' };
-    sign = (claims) => new SignJWT(claims).setProtectedHeader({ alg: 'ES256', kid: 'test', typ: 'at+jwt' }).setIssuer(ISSUER).setAudience('urn:merx:api').setIssuedAt().setExpirationTime('5m').sign(privateKey);
+    sign = (claims) =>
+      new SignJWT(claims)
+        .setProtectedHeader({ alg: 'ES256', kid: 'test', typ: 'at+jwt' })
+        .setIssuer(ISSUER)
+        .setAudience('urn:merx:api')
+        .setIssuedAt()
+        .setExpirationTime('5m')
+        .sign(privateKey);
     verifier = createTokenVerifier(createLocalJWKSet({ keys: [publicJwk] }), { issuer: ISSUER, audience: 'urn:merx:api' });
   });
   after(async () => {
@@ -130,7 +158,11 @@ describe('gateway throttle classes (component, real Redis)', function () {
     assert.equal(read.headers.get('ratelimit-policy'), '"burst";q=6;w=600, "sustained";q=20000;w=3600');
     assert.match(read.headers.get('ratelimit') ?? '', STATE);
     assert.match(read.headers.get('ratelimit') ?? '', /^"burst";r=5;t=\d+, "sustained";r=19999;t=\d+$/);
-    const write = await fetch(`${gateway.url}/api/v1/products`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: '{}' });
+    const write = await fetch(`${gateway.url}/api/v1/products`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: '{}',
+    });
     assert.match(write.headers.get('ratelimit-policy') ?? '', POLICY);
     assert.match(write.headers.get('ratelimit-policy') ?? '', /"writes";q=3;w=300$/);
   });
@@ -148,7 +180,14 @@ describe('gateway throttle classes (component, real Redis)', function () {
     assert.equal(body.throttle_class, 'burst');
     assert.equal(String(body.retry_after), refused.headers.get('retry-after'));
     assert.match(refused.headers.get('ratelimit') ?? '', /^"burst";r=0;/);
-    const problems = validator.validateResponse({ method: 'GET', path: '/api/v1/products', status: 429, contentType: refused.headers.get('content-type') ?? '', body, headers: refused.headers });
+    const problems = validator.validateResponse({
+      method: 'GET',
+      path: '/api/v1/products',
+      status: 429,
+      contentType: refused.headers.get('content-type') ?? '',
+      body,
+      headers: refused.headers,
+    });
     assert.deepEqual(problems, []);
     assert.equal((await get(gateway, b)).status, 200, 'another merchant keeps its whole budget');
   });
@@ -156,7 +195,8 @@ describe('gateway throttle classes (component, real Redis)', function () {
   it('writes and sensitive: the first empty class refuses, reads keep going', async () => {
     const gateway = gateways[0]!;
     const token = await merchantToken();
-    const post = (path: string) => fetch(`${gateway.url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: '{}' });
+    const post = (path: string) =>
+      fetch(`${gateway.url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: '{}' });
     assert.deepEqual([(await post('/api/v1/api-keys')).status, (await post('/api/v1/api-keys')).status], [200, 200]);
     const sensitive = await post('/api/v1/api-keys');
     assert.equal(sensitive.status, 429);
@@ -177,7 +217,12 @@ describe('gateway throttle classes (component, real Redis)', function () {
 
   it('throttles the token endpoint per client id (Basic or form) before forwarding, body intact', async () => {
     const gateway = gateways[0]!;
-    const basic = (clientId: string) => fetch(`${gateway.url}/oauth/token`, { method: 'POST', headers: { authorization: `Basic ${Buffer.from(`${clientId}:secret`).toString('base64')}`, 'content-type': 'application/x-www-form-urlencoded' }, body: 'grant_type=client_credentials' });
+    const basic = (clientId: string) =>
+      fetch(`${gateway.url}/oauth/token`, {
+        method: 'POST',
+        headers: { authorization: `Basic ${Buffer.from(`${clientId}:secret`).toString('base64')}`, 'content-type': 'application/x-www-form-urlencoded' },
+        body: 'grant_type=client_credentials',
+      });
     const statuses = [];
     for (let i = 0; i < 4; i += 1) statuses.push((await basic('mx_test_brute')).status);
     assert.deepEqual(statuses, [200, 200, 200, 429]);
@@ -198,7 +243,18 @@ describe('gateway throttle classes (component, real Redis)', function () {
     const bus = new MemoryBus();
     const gateway = await start(settings, bus);
     const merchantId = newId('mch');
-    await bus.publish([buildEvent('merchants.throttle_updated', merchantId, { object: { object: 'throttle_override', merchant_id: merchantId, plan: 'standard', overrides: { burst: { capacity: 2 } }, version: 1, updated_at: new Date().toISOString() } })]);
+    await bus.publish([
+      buildEvent('merchants.throttle_updated', merchantId, {
+        object: {
+          object: 'throttle_override',
+          merchant_id: merchantId,
+          plan: 'standard',
+          overrides: { burst: { capacity: 2 } },
+          version: 1,
+          updated_at: new Date().toISOString(),
+        },
+      }),
+    ]);
     const token = await merchantToken(merchantId);
     await until(async () => (await get(gateway, token)).status === 429, 2_000);
     assert.match((await get(gateway, token)).headers.get('ratelimit-policy') ?? '', /^"burst";q=2;/);

@@ -74,7 +74,7 @@ describe('memory limiter store (injected clock)', () => {
     }
   });
 
-  it('a rolling window\'s t is when the whole quota is back, not the next window boundary', async () => {
+  it("a rolling window's t is when the whole quota is back, not the next window boundary", async () => {
     const specs = [window('sensitive', 4, 60)];
     now = Math.floor(now / 60_000) * 60_000 + 10_000; // 10 s into a fixed window
     const first = await store.consume({ subject: 'm:whole', specs });
@@ -105,7 +105,17 @@ describe('memory limiter store (injected clock)', () => {
     const specs = [bucket('burst', 3, 1)];
     await store.setOverride('mch_o', { 'burst.capacity': 6 }, 2);
     await store.setOverride('mch_o', { 'burst.capacity': 1 }, 1);
-    assert.equal((await drain(store, 'm:mch_o', specs.map((s) => s))).allowed, 3, 'subject without merchantId ignores it');
+    assert.equal(
+      (
+        await drain(
+          store,
+          'm:mch_o',
+          specs.map((s) => s),
+        )
+      ).allowed,
+      3,
+      'subject without merchantId ignores it',
+    );
     let allowed = 0;
     while ((await store.consume({ subject: 'm:mch_o2', merchantId: 'mch_o', specs })).allowed) allowed += 1;
     assert.equal(allowed, 6);
@@ -155,7 +165,7 @@ describe('redis limiter store (real Redis, one script per request)', function ()
     }
   });
 
-  it('a rolling window\'s t is when the whole quota is back: beyond the current window, within two', async () => {
+  it("a rolling window's t is when the whole quota is back: beyond the current window, within two", async () => {
     const specs = [window('sensitive', 10, 60)];
     const decision = await a.consume({ subject: 'm:r-whole', specs });
     const reset = decision.classes[0]!.reset;

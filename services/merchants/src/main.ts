@@ -1,4 +1,15 @@
-import { connectDistributedInfrastructure, createLogger, ensurePortFree, exitOnConfigError, exitOnStartFailure, loadConfig, stopOnSignals, startTracing, ensureAdminPortFree, startAdminServer } from '@merx/kit';
+import {
+  connectDistributedInfrastructure,
+  createLogger,
+  ensurePortFree,
+  exitOnConfigError,
+  exitOnStartFailure,
+  loadConfig,
+  stopOnSignals,
+  startTracing,
+  ensureAdminPortFree,
+  startAdminServer,
+} from '@merx/kit';
 import { startMerchants } from './service.js';
 import { httpMerchantLookup } from './upstream/oauth-merchants.js';
 import { merchantsServiceConfig, toMerchantsSettings } from './settings.js';
@@ -26,9 +37,12 @@ const merchants = await startMerchants({
   secretKeys: config.MERX_SECRETS_KEYS,
   lookupMerchant: httpMerchantLookup(config.MERX_OAUTH_URL, config.MERX_SERVICE_TOKEN),
 }).catch((error: unknown) => exitOnStartFailure('merchants', error));
-const admin = await startAdminServer({ port: config.ADMIN_PORT, host: config.ADMIN_HOST, logger, sources: [{ service: 'merchants', readiness: merchants.readiness }] }).catch((error: unknown) =>
-  exitOnStartFailure('merchants', error),
-);
+const admin = await startAdminServer({
+  port: config.ADMIN_PORT,
+  host: config.ADMIN_HOST,
+  logger,
+  sources: [{ service: 'merchants', readiness: merchants.readiness }],
+}).catch((error: unknown) => exitOnStartFailure('merchants', error));
 logger.info({ url: merchants.url, admin: admin.url, grpc: merchants.grpc.address }, 'merchants listening');
 stopOnSignals(logger, async () => {
   await merchants.stop();

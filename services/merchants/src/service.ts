@@ -1,4 +1,20 @@
-import { installSecretKeyRing, mountRouter, startGrpcServer, startService, type Bus, type RunningGrpcServer, type Consumer, type Db, type HostResolver, type Logger, type ReadinessCheck, type RunningService, type TokenVerifier, type MigrationMode, type SecretKeyRing } from '@merx/kit';
+import {
+  installSecretKeyRing,
+  mountRouter,
+  startGrpcServer,
+  startService,
+  type Bus,
+  type RunningGrpcServer,
+  type Consumer,
+  type Db,
+  type HostResolver,
+  type Logger,
+  type ReadinessCheck,
+  type RunningService,
+  type TokenVerifier,
+  type MigrationMode,
+  type SecretKeyRing,
+} from '@merx/kit';
 import { presentDestinationWithSecret } from './domain/destination.js';
 import { RuleRunner } from './domain/rules/index.js';
 import { consumeMerchantsEvents } from './events/consumer.js';
@@ -68,7 +84,11 @@ export async function startMerchants(deps: MerchantsDeps): Promise<RunningMercha
     ...(deps.host ? { host: deps.host } : {}),
     ...(deps.readiness ? { readiness: deps.readiness } : {}),
     routes: (koa, outbox) => {
-      const policy = { allowPrivateAddresses: settings.allowPrivateAddresses, allowedPrivateHosts: settings.allowedPrivateHosts, ...(deps.resolver ? { lookup: deps.resolver } : {}) };
+      const policy = {
+        allowPrivateAddresses: settings.allowPrivateAddresses,
+        allowedPrivateHosts: settings.allowedPrivateHosts,
+        ...(deps.resolver ? { lookup: deps.resolver } : {}),
+      };
       const resources = {
         sources: configResourceUseCases(sourceKind, { db, outbox }),
         destinations: configResourceUseCases(destinationKind(policy), { db, outbox }),

@@ -21,7 +21,12 @@ export const merchantsSettingsSchema = (defaults: { allowPrivate: boolean }) =>
     MERX_WEBHOOK_ALLOWED_PRIVATE_HOSTS: z
       .string()
       .default('')
-      .transform((text) => text.split(',').map((host) => host.trim().toLowerCase()).filter(Boolean)),
+      .transform((text) =>
+        text
+          .split(',')
+          .map((host) => host.trim().toLowerCase())
+          .filter(Boolean),
+      ),
     MERX_RULE_TIMEOUT_MS: configFields.positiveInt(100),
   });
 
@@ -39,4 +44,8 @@ export function merchantsSettingsFromEnv(env: Record<string, string | undefined>
 }
 
 // GRPC_PORT: merx.v1.RecordService for the edge, on the service network only.
-export const merchantsServiceConfig = distributedServiceConfig(3005, 9005).extend({ ...merchantsSettingsSchema({ allowPrivate: false }).shape, GRPC_PORT: configFields.port(50055), MERX_SECRETS_KEYS: configFields.secretKeys });
+export const merchantsServiceConfig = distributedServiceConfig(3005, 9005).extend({
+  ...merchantsSettingsSchema({ allowPrivate: false }).shape,
+  GRPC_PORT: configFields.port(50055),
+  MERX_SECRETS_KEYS: configFields.secretKeys,
+});

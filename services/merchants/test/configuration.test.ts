@@ -17,9 +17,15 @@ for (const { name, embedded } of databases) {
       assert.equal(created.headers.get('etag'), '"v1"');
       const id = created.body.id;
       assert.equal(created.headers.get('location'), `/api/v1/sources/${id}`);
-      assert.equal((await api.post('/api/v1/sources', { name: 'Shop', kind: 'storefront', settings: { region: 'eu' } }, { 'idempotency-key': 'src-1' })).body.id, id);
+      assert.equal(
+        (await api.post('/api/v1/sources', { name: 'Shop', kind: 'storefront', settings: { region: 'eu' } }, { 'idempotency-key': 'src-1' })).body.id,
+        id,
+      );
       assert.deepEqual((await api.get(`/api/v1/sources/${id}`)).body, created.body);
-      assert.deepEqual((await api.get('/api/v1/sources?status=active')).body.data.map((s: { id: string }) => s.id), [id]);
+      assert.deepEqual(
+        (await api.get('/api/v1/sources?status=active')).body.data.map((s: { id: string }) => s.id),
+        [id],
+      );
 
       assert.equal((await api.patch(`/api/v1/sources/${id}`, { name: 'Old' }, { 'if-match': '"v2"' })).status, 412);
       const updated = await api.patch(`/api/v1/sources/${id}`, { name: 'Main shop', status: 'paused' }, { 'if-match': '"v1"' });
@@ -32,7 +38,10 @@ for (const { name, embedded } of databases) {
       assert.equal((await api.get(`/api/v1/sources/${id}`)).status, 404);
 
       const events = await api.events();
-      assert.deepEqual(events.map((event) => event.topic), ['sources.created', 'sources.updated', 'sources.deleted']);
+      assert.deepEqual(
+        events.map((event) => event.topic),
+        ['sources.created', 'sources.updated', 'sources.deleted'],
+      );
       assert.deepEqual(events[0]!.data.object, created.body);
       assert.deepEqual(events[1]!.data.object, updated.body);
       assert.deepEqual(events[1]!.data.previous, { name: 'Shop', status: 'active' });
@@ -58,11 +67,22 @@ for (const { name, embedded } of databases) {
       const events = await api.events();
       assert.deepEqual(
         events.map((event) => event.topic),
-        ['destinations.created', 'internal.destination_synced', 'destinations.updated', 'internal.destination_synced', 'destinations.deleted', 'internal.destination_removed'],
+        [
+          'destinations.created',
+          'internal.destination_synced',
+          'destinations.updated',
+          'internal.destination_synced',
+          'destinations.deleted',
+          'internal.destination_removed',
+        ],
       );
       const synced = events.filter((event) => event.topic === 'internal.destination_synced').map((event) => event.data.object);
-      for (const object of synced) assert.ok(String(object.secret).startsWith('sealed:v1:') && !JSON.stringify(object).includes('whsec_'), 'the secret crosses the bus sealed');
-      const opened = synced.map((object) => ({ ...object, secret: testSecretKeys().open(String(object.secret), { merchantId: api.merchantId, recordId: id }) }));
+      for (const object of synced)
+        assert.ok(String(object.secret).startsWith('sealed:v1:') && !JSON.stringify(object).includes('whsec_'), 'the secret crosses the bus sealed');
+      const opened = synced.map((object) => ({
+        ...object,
+        secret: testSecretKeys().open(String(object.secret), { merchantId: api.merchantId, recordId: id }),
+      }));
       assert.deepEqual(opened, [
         { id, object: 'destination_endpoint', kind: 'http', url: 'https://erp.example.com/in', status: 'active', secret, version: 1 },
         { id, object: 'destination_endpoint', kind: 'http', url: 'https://erp.example.com/v2', status: 'paused', secret, version: 2 },
@@ -77,7 +97,7 @@ for (const { name, embedded } of databases) {
       }
     });
 
-    it('rotates a destination\'s secret: shown once, synced with a new version, announced without it', async () => {
+    it("rotates a destination's secret: shown once, synced with a new version, announced without it", async () => {
       const api = await harness().merchant();
       const created = await api.post('/api/v1/destinations', { name: 'ERP', url: 'https://erp.example.com/in' });
       const rotated = await api.post(`/api/v1/destinations/${created.body.id}/rotate-secret`, undefined, { 'idempotency-key': 'rotate-1' });
@@ -91,9 +111,15 @@ for (const { name, embedded } of databases) {
       assert.ok(!(await api.get(`/api/v1/destinations/${created.body.id}`)).text.includes(rotated.body.secret));
 
       const events = await api.events();
-      assert.deepEqual(events.map((event) => event.topic), ['destinations.created', 'internal.destination_synced', 'destinations.updated', 'internal.destination_synced']);
+      assert.deepEqual(
+        events.map((event) => event.topic),
+        ['destinations.created', 'internal.destination_synced', 'destinations.updated', 'internal.destination_synced'],
+      );
       // Both syncs carry the secret sealed (a fresh IV each time): compared once opened.
-      const opened = (object: Record<string, unknown>) => ({ ...object, secret: testSecretKeys().open(String(object.secret), { merchantId: api.merchantId, recordId: created.body.id }) });
+      const opened = (object: Record<string, unknown>) => ({
+        ...object,
+        secret: testSecretKeys().open(String(object.secret), { merchantId: api.merchantId, recordId: created.body.id }),
+      });
       assert.deepEqual(opened(events[3]!.data.object), { ...opened(events[1]!.data.object), secret: rotated.body.secret, version: 2 });
       assert.ok(String(events[3]!.data.object.secret).startsWith('sealed:'), 'the rotated secret crosses the bus sealed');
       assert.deepEqual(events[2]!.data.previous, {});
@@ -101,7 +127,7 @@ for (const { name, embedded } of databases) {
 
       assert.equal((await api.post('/api/v1/destinations/dst_01jd3k7q8m2x4v6b9c0d1e2f3g/rotate-secret')).status, 404);
       const other = await harness().merchant();
-      assert.equal((await other.post(`/api/v1/destinations/${created.body.id}/rotate-secret`)).status, 404, 'another merchant\'s destination is not found');
+      assert.equal((await other.post(`/api/v1/destinations/${created.body.id}/rotate-secret`)).status, 404, "another merchant's destination is not found");
     });
 
     it('holds destination URLs to the delivery engine policy: https for live merchants, never a private address', async () => {
@@ -109,7 +135,10 @@ for (const { name, embedded } of databases) {
       const sandbox = await harness().merchant();
       const plain = await live.post('/api/v1/destinations', { name: 'ERP', url: 'http://erp.example.com/in' });
       assert.equal(plain.status, 422, plain.text);
-      assert.deepEqual(plain.body.errors.map((e: { field: string }) => e.field), ['url']);
+      assert.deepEqual(
+        plain.body.errors.map((e: { field: string }) => e.field),
+        ['url'],
+      );
       const internal = await sandbox.post('/api/v1/destinations', { name: 'ERP', url: 'http://10.1.2.3/in' });
       assert.equal(internal.status, 422, internal.text);
       const destination = await sandbox.destination({ url: 'http://erp.example.com/in' });
@@ -160,7 +189,10 @@ for (const { name, embedded } of databases) {
       const [source, destination] = [await api.source(), await api.destination()];
       for (let round = 0; round < 5; round++) {
         const rule = await api.rule({ action: 'forward' });
-        const [connect, remove] = await Promise.all([api.post('/api/v1/connections', { source_id: source.id, destination_id: destination.id, rule_ids: [rule.id] }), api.delete(`/api/v1/rules/${rule.id}`)]);
+        const [connect, remove] = await Promise.all([
+          api.post('/api/v1/connections', { source_id: source.id, destination_id: destination.id, rule_ids: [rule.id] }),
+          api.delete(`/api/v1/rules/${rule.id}`),
+        ]);
         const outcome = `${connect.status}/${remove.status}`;
         assert.ok(outcome === '201/409' || outcome === '422/204', `round ${round}: connection ${connect.status}, delete ${remove.status}`);
         if (connect.status === 201) assert.equal((await api.get(`/api/v1/rules/${rule.id}`)).status, 200);
@@ -175,14 +207,18 @@ for (const { name, embedded } of databases) {
 
       const refused = await api.post('/api/v1/connections', { source_id: theirSource.id, destination_id: theirDestination.id, rule_ids: [theirRule.id] });
       assert.equal(refused.status, 422, refused.text);
-      assert.deepEqual(
-        refused.body.errors.map((error: { field: string; code: string }) => `${error.field}:${error.code}`).sort(),
-        ['destination_id:unknown_reference', 'rule_ids[0]:unknown_reference', 'source_id:unknown_reference'],
-      );
+      assert.deepEqual(refused.body.errors.map((error: { field: string; code: string }) => `${error.field}:${error.code}`).sort(), [
+        'destination_id:unknown_reference',
+        'rule_ids[0]:unknown_reference',
+        'source_id:unknown_reference',
+      ]);
       const connection = await api.connection({ source_id: source.id, destination_id: destination.id });
       const moved = await api.patch(`/api/v1/connections/${connection.id}`, { destination_id: theirDestination.id });
       assert.equal(moved.status, 422, moved.text);
-      assert.deepEqual(moved.body.errors.map((error: { field: string }) => error.field), ['destination_id']);
+      assert.deepEqual(
+        moved.body.errors.map((error: { field: string }) => error.field),
+        ['destination_id'],
+      );
       assert.equal((await api.get(`/api/v1/connections/${connection.id}`)).body.destination_id, destination.id);
 
       for (const path of [`/api/v1/sources/${theirSource.id}`, `/api/v1/destinations/${theirDestination.id}`, `/api/v1/rules/${theirRule.id}`]) {
@@ -201,7 +237,11 @@ for (const { name, embedded } of databases) {
       const message = { id: destination.id, object: 'destination_endpoint', reason: 'endpoint_gone', disabled_at: new Date().toISOString() };
 
       await harness().publish(stranger.merchantId, 'internal.destination_disabled', message);
-      assert.equal((await api.get(`/api/v1/destinations/${destination.id}`)).body.status, 'active', "another merchant's message does not reach this destination");
+      assert.equal(
+        (await api.get(`/api/v1/destinations/${destination.id}`)).body.status,
+        'active',
+        "another merchant's message does not reach this destination",
+      );
       const event = await harness().publish(api.merchantId, 'internal.destination_disabled', message);
       const read = await api.get(`/api/v1/destinations/${destination.id}`);
       assert.deepEqual([read.body.status, read.body.disabled_reason, read.body.version], ['disabled', 'endpoint_gone', 2]);
@@ -209,11 +249,18 @@ for (const { name, embedded } of databases) {
       await harness().deliver(event);
 
       const events = (await api.events()).filter((e) => e.topic !== 'internal.destination_disabled');
-      assert.deepEqual(events.map((e) => e.topic), ['destinations.created', 'internal.destination_synced', 'destinations.updated', 'internal.destination_synced']);
+      assert.deepEqual(
+        events.map((e) => e.topic),
+        ['destinations.created', 'internal.destination_synced', 'destinations.updated', 'internal.destination_synced'],
+      );
       assert.deepEqual(events[2]!.data.object, read.body);
       assert.deepEqual(events[2]!.data.previous, { status: 'active', disabled_reason: null });
       assert.deepEqual([events[3]!.data.object.status, events[3]!.data.object.version], ['disabled', 2]);
-      assert.deepEqual((await stranger.events()).map((e) => e.topic), ['internal.destination_disabled'], 'nothing follows a message naming a destination the merchant lacks');
+      assert.deepEqual(
+        (await stranger.events()).map((e) => e.topic),
+        ['internal.destination_disabled'],
+        'nothing follows a message naming a destination the merchant lacks',
+      );
 
       const reactivated = await api.patch(`/api/v1/destinations/${destination.id}`, { status: 'active' });
       assert.deepEqual([reactivated.body.status, reactivated.body.disabled_reason], ['active', null]);

@@ -1,12 +1,29 @@
 import assert from 'node:assert/strict';
 import { createContractValidator, recordEventNames, type ContractValidator } from '@merx/contracts';
 import { buildEvent, createLogger, createPgliteDb, MemoryBus, newId, openPglite, type Db, type MerxEvent } from '@merx/kit';
-import { ContractClient, createScratchDatabase, HandledDeliveries, createTestTokenIssuer, EventLog, TEST_FLUSH_TOPIC, type TestTokenIssuer, testSecretKeys } from '@merx/kit/testing';
+import {
+  ContractClient,
+  createScratchDatabase,
+  HandledDeliveries,
+  createTestTokenIssuer,
+  EventLog,
+  TEST_FLUSH_TOPIC,
+  type TestTokenIssuer,
+  testSecretKeys,
+} from '@merx/kit/testing';
 import { merchantsSettingsFromEnv, startMerchants, type RunningMerchants } from '../src/index.js';
 
 export const ALL_SCOPES = 'merchant:read merchant:write config:read config:write sandbox:reset';
 /** What the service consumes (events/consumer.ts): settling waits until each copy of these is handled. */
-const CONSUMED_TOPICS = new Set(['merchants.created', 'merchants.updated', 'merchants.standing_changed', ...recordEventNames, 'sandbox.reset', 'internal.sandbox_service_reset', 'internal.destination_disabled']);
+const CONSUMED_TOPICS = new Set([
+  'merchants.created',
+  'merchants.updated',
+  'merchants.standing_changed',
+  ...recordEventNames,
+  'sandbox.reset',
+  'internal.sandbox_service_reset',
+  'internal.destination_disabled',
+]);
 
 /** Compiling the OpenAPI document is the slow part: one validator for every file. */
 export const contract: ContractValidator = createContractValidator();
@@ -53,12 +70,36 @@ export class MerchantsClient extends ContractClient {
 
 export function merchantObject(id: string, overrides: Record<string, unknown> = {}) {
   const at = new Date().toISOString();
-  return { id, object: 'merchant', name: 'Acme Sandbox', mode: 'sandbox', plan: 'sandbox', default_currency: 'EUR', timezone: 'Europe/Berlin', status: 'active', version: 1, profile_version: 1, standing_version: 1, created_at: at, updated_at: at, ...overrides };
+  return {
+    id,
+    object: 'merchant',
+    name: 'Acme Sandbox',
+    mode: 'sandbox',
+    plan: 'sandbox',
+    default_currency: 'EUR',
+    timezone: 'Europe/Berlin',
+    status: 'active',
+    version: 1,
+    profile_version: 1,
+    standing_version: 1,
+    created_at: at,
+    updated_at: at,
+    ...overrides,
+  };
 }
 
 /** The standing as oauth's merchants.standing_changed carries it. */
 export function standingObject(id: string, overrides: Record<string, unknown> = {}) {
-  return { object: 'merchant_standing', id, mode: 'sandbox', plan: 'sandbox', status: 'active', version: 2, updated_at: new Date().toISOString(), ...overrides };
+  return {
+    object: 'merchant_standing',
+    id,
+    mode: 'sandbox',
+    plan: 'sandbox',
+    status: 'active',
+    version: 2,
+    updated_at: new Date().toISOString(),
+    ...overrides,
+  };
 }
 
 export function order(externalId: string, data: Record<string, unknown> = {}) {
@@ -139,7 +180,10 @@ export async function startHarness(options: { embedded?: boolean } = {}): Promis
     async merchant({ mode = 'sandbox', scope = ALL_SCOPES, provision = false } = {}) {
       const merchantId = newId('mch');
       const client = new MerchantsClient(harness, merchantId, await tokens.sign({ merchantId, scope, mode }));
-      if (provision) await harness.deliver(buildEvent('merchants.created', merchantId, { object: merchantObject(merchantId, { mode, plan: mode === 'live' ? 'standard' : 'sandbox' }) }));
+      if (provision)
+        await harness.deliver(
+          buildEvent('merchants.created', merchantId, { object: merchantObject(merchantId, { mode, plan: mode === 'live' ? 'standard' : 'sandbox' }) }),
+        );
       return client;
     },
     async deliver(event, copies = 1) {
@@ -157,7 +201,9 @@ export async function startHarness(options: { embedded?: boolean } = {}): Promis
       // seen, every event committed before it has been seen too.
       const id = newId('evt');
       const arrived = events.awaitFlush(id);
-      await service.outbox.record(db, [{ id, topic: TEST_FLUSH_TOPIC, merchant_id: newId('mch'), created_at: new Date().toISOString(), api_version: 'v1', data: { object: {} } }]);
+      await service.outbox.record(db, [
+        { id, topic: TEST_FLUSH_TOPIC, merchant_id: newId('mch'), created_at: new Date().toISOString(), api_version: 'v1', data: { object: {} } },
+      ]);
       service.relay.wake();
       await arrived;
     },

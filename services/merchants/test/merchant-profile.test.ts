@@ -35,7 +35,17 @@ for (const { name, embedded } of databases) {
       const updated = await api.patch('/api/v1/merchant', changes, { 'if-match': '"v1"' });
       assert.equal(updated.status, 200, updated.text);
       assert.equal(updated.headers.get('etag'), '"v2"');
-      assert.deepEqual({ name: updated.body.name, default_currency: updated.body.default_currency, timezone: updated.body.timezone, version: updated.body.version, profile_version: updated.body.profile_version, standing_version: updated.body.standing_version }, { ...changes, version: 2, profile_version: 2, standing_version: 1 });
+      assert.deepEqual(
+        {
+          name: updated.body.name,
+          default_currency: updated.body.default_currency,
+          timezone: updated.body.timezone,
+          version: updated.body.version,
+          profile_version: updated.body.profile_version,
+          standing_version: updated.body.standing_version,
+        },
+        { ...changes, version: 2, profile_version: 2, standing_version: 1 },
+      );
       const unchanged = await api.patch('/api/v1/merchant', { name: 'Acme Europe' });
       assert.equal(unchanged.body.version, 2, 'repeating the current values is no change');
 
@@ -68,7 +78,12 @@ for (const { name, embedded } of databases) {
       assert.equal((await api.patch('/api/v1/merchant', { name: 'Named here' })).status, 200);
       await api.events();
 
-      await harness().publish(api.merchantId, 'merchants.standing_changed', standingObject(api.merchantId, { plan: 'scale', status: 'suspended', version: 2 }), { plan: 'sandbox', status: 'active' });
+      await harness().publish(
+        api.merchantId,
+        'merchants.standing_changed',
+        standingObject(api.merchantId, { plan: 'scale', status: 'suspended', version: 2 }),
+        { plan: 'sandbox', status: 'active' },
+      );
       const read = await api.get('/api/v1/merchant');
       assert.equal(read.status, 200);
       assert.deepEqual(
@@ -81,13 +96,23 @@ for (const { name, embedded } of databases) {
 
     it('keeps the newer standing when two standing changes arrive out of order, and a redelivery changes nothing', async () => {
       const api = await harness().merchant({ provision: true });
-      const suspended = buildEvent('merchants.standing_changed', api.merchantId, { object: standingObject(api.merchantId, { status: 'suspended', version: 2 }), previous: { status: 'active' } });
-      const reactivated = buildEvent('merchants.standing_changed', api.merchantId, { object: standingObject(api.merchantId, { status: 'active', plan: 'scale', version: 3 }), previous: { status: 'suspended', plan: 'sandbox' } });
+      const suspended = buildEvent('merchants.standing_changed', api.merchantId, {
+        object: standingObject(api.merchantId, { status: 'suspended', version: 2 }),
+        previous: { status: 'active' },
+      });
+      const reactivated = buildEvent('merchants.standing_changed', api.merchantId, {
+        object: standingObject(api.merchantId, { status: 'active', plan: 'scale', version: 3 }),
+        previous: { status: 'suspended', plan: 'sandbox' },
+      });
       await harness().deliver(reactivated);
       await harness().deliver(suspended);
       await harness().deliver(reactivated, 2);
       const read = await api.get('/api/v1/merchant');
-      assert.deepEqual([read.body.status, read.body.plan, read.body.standing_version, read.body.version], ['active', 'scale', 3, 3], 'the late suspension does not undo the reactivation');
+      assert.deepEqual(
+        [read.body.status, read.body.plan, read.body.standing_version, read.body.version],
+        ['active', 'scale', 3, 3],
+        'the late suspension does not undo the reactivation',
+      );
     });
 
     it('creates the merchant from a standing change that overtook merchants.created, and merchants.created undoes neither half', async () => {
@@ -108,7 +133,11 @@ for (const { name, embedded } of databases) {
       const ownEcho = merchantObject(api.merchantId, { name: 'Renamed', plan: 'sandbox', status: 'suspended', version: 2, profile_version: 2 });
       await harness().publish(api.merchantId, 'merchants.updated', ownEcho, { name: 'Acme Sandbox' });
       const read = await api.get('/api/v1/merchant');
-      assert.deepEqual([read.body.plan, read.body.status, read.body.name], ['scale', 'active', 'Acme Sandbox'], 'a profile event says nothing about the standing, and this service owns the profile');
+      assert.deepEqual(
+        [read.body.plan, read.body.status, read.body.name],
+        ['scale', 'active', 'Acme Sandbox'],
+        'a profile event says nothing about the standing, and this service owns the profile',
+      );
     });
 
     it('takes an operator change the release before announced as merchants.updated (in flight during an upgrade) as a standing', async () => {

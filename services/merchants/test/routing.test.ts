@@ -33,7 +33,11 @@ for (const { name, embedded } of databases) {
       const api = await harness().merchant();
       const { source, erp, archive, rules, toErp, toArchive } = await wiredSource(api);
       const customer = { name: 'Ada', email: 'ada@example.com' };
-      const batch = await api.ingest(source.id, [order('large', { total: 150, customer }), order('small', { total: 5, customer }), order('test', { total: 500, test: true })]);
+      const batch = await api.ingest(source.id, [
+        order('large', { total: 150, customer }),
+        order('small', { total: 5, customer }),
+        order('test', { total: 500, test: true }),
+      ]);
       const [large, small, test] = batch.results;
       const events = await api.events();
 
@@ -43,22 +47,35 @@ for (const { name, embedded } of databases) {
       const [message] = toErpRouted;
       const orderEvent = events.find((event) => event.id === large.event_id)!;
       assert.match(message.id, /^rtd_/);
-      assert.deepEqual([message.object, message.connection_id, message.record_id, message.event_id], ['routed_record', toErp.id, large.record_id, large.event_id]);
+      assert.deepEqual(
+        [message.object, message.connection_id, message.record_id, message.event_id],
+        ['routed_record', toErp.id, large.record_id, large.event_id],
+      );
       assert.deepEqual(
         { ...message.payload, data: undefined },
         { id: large.event_id, topic: 'orders.created', merchant_id: api.merchantId, created_at: orderEvent.created_at, api_version: 'v1', data: undefined },
       );
-      assert.deepEqual(message.payload.data.object, { ...(orderEvent.data.object as object), data: { amount: 150, currency: 'EUR', customer: { name: 'Ada' }, channel: 'web' } });
+      assert.deepEqual(message.payload.data.object, {
+        ...(orderEvent.data.object as object),
+        data: { amount: 150, currency: 'EUR', customer: { name: 'Ada' }, channel: 'web' },
+      });
 
       const toArchiveRouted = routed.filter((r) => r.destination_id === archive.id);
       assert.deepEqual(toArchiveRouted.map((r) => r.record_id).sort(), [large.record_id, small.record_id, test.record_id].sort(), 'no rules: everything');
       assert.ok(toArchiveRouted.every((r) => r.connection_id === toArchive.id));
-      assert.deepEqual(toArchiveRouted.find((r) => r.record_id === small.record_id).payload.data.object, events.find((e) => e.id === small.event_id)!.data.object);
+      assert.deepEqual(
+        toArchiveRouted.find((r) => r.record_id === small.record_id).payload.data.object,
+        events.find((e) => e.id === small.event_id)!.data.object,
+      );
       assert.equal(routed.length, 4);
 
       const listed = await api.get(`/api/v1/sources/${source.id}/records`);
       const routesOf = (id: string) =>
-        Object.fromEntries(listed.body.data.find((record: { id: string }) => record.id === id).routes.map((route: any) => [route.connection_id, [route.outcome, route.rule_id, route.destination_id]]));
+        Object.fromEntries(
+          listed.body.data
+            .find((record: { id: string }) => record.id === id)
+            .routes.map((route: any) => [route.connection_id, [route.outcome, route.rule_id, route.destination_id]]),
+        );
       assert.deepEqual(routesOf(large.record_id), { [toErp.id]: ['routed', rules.forwardLarge.id, erp.id], [toArchive.id]: ['routed', null, archive.id] });
       assert.deepEqual(routesOf(small.record_id), { [toErp.id]: ['filtered', null, erp.id], [toArchive.id]: ['routed', null, archive.id] });
       assert.equal(routesOf(test.record_id)[toErp.id][0], 'dropped');
@@ -88,7 +105,10 @@ for (const { name, embedded } of databases) {
       const batch = await api.ingest(source.id, [order('big', { total: 1000 }), review]);
 
       const routed = routedOf(await api.events());
-      assert.deepEqual(routed.map((r) => [r.connection_id, r.record_id]), [[toArchive.id, batch.results[0].record_id]]);
+      assert.deepEqual(
+        routed.map((r) => [r.connection_id, r.record_id]),
+        [[toArchive.id, batch.results[0].record_id]],
+      );
       const listed = (await api.get(`/api/v1/sources/${source.id}/records?type=review`)).body.data;
       assert.deepEqual(listed[0].routes, [], 'no connection takes reviews');
     });

@@ -21,7 +21,14 @@ async function counts(api: MerchantsClient): Promise<Record<string, number>> {
 /** The report another service sends once its part is done: in the reset's context, as they do. */
 function reportOf(reset: MerxEvent, service: 'catalog' | 'webhooks', removed: Record<string, number>): MerxEvent {
   const report = buildEvent('internal.sandbox_service_reset', reset.merchant_id, {
-    object: { id: (reset.data.object as { id: string }).id, object: 'sandbox_service_reset', service, removed, seeded: {}, completed_at: new Date().toISOString() },
+    object: {
+      id: (reset.data.object as { id: string }).id,
+      object: 'sandbox_service_reset',
+      service,
+      removed,
+      seeded: {},
+      completed_at: new Date().toISOString(),
+    },
   });
   return reset.context ? { ...report, context: reset.context } : report;
 }
@@ -60,11 +67,17 @@ for (const { name, embedded } of databases) {
       const { response, resetEvent } = await requestReset(api, {});
       const reset = response.body;
       // The delivery engine drops the wiped destination by its removal, whose version outranks every sync before it.
-      assert.deepEqual((await api.events('internal.destination_removed')).map((event) => event.data.object), [{ id: wiped.id, object: 'destination_endpoint', version: wiped.version + 1 }]);
+      assert.deepEqual(
+        (await api.events('internal.destination_removed')).map((event) => event.data.object),
+        [{ id: wiped.id, object: 'destination_endpoint', version: wiped.version + 1 }],
+      );
       assert.equal((await neighbour.events('internal.destination_removed')).length, 0);
       assert.equal(response.headers.get('location'), `/api/v1/sandbox/resets/${reset.id}`);
       assert.deepEqual([reset.status, reset.seed, reset.completed_at], ['running', false, null]);
-      assert.deepEqual(reset.services.map((s: { service: string; status: string }) => `${s.service}:${s.status}`), ['catalog:pending', 'merchants:pending', 'webhooks:pending']);
+      assert.deepEqual(
+        reset.services.map((s: { service: string; status: string }) => `${s.service}:${s.status}`),
+        ['catalog:pending', 'merchants:pending', 'webhooks:pending'],
+      );
       assert.deepEqual(resetEvent.data.object, reset);
 
       assert.deepEqual(await counts(api), { sources: 0, destinations: 0, rules: 0, connections: 0 });
@@ -75,10 +88,16 @@ for (const { name, embedded } of databases) {
       const [ownReport, ...moreReports] = await api.events('internal.sandbox_service_reset');
       assert.equal(moreReports.length, 0);
       const removed = { sources: 1, destinations: 1, rules: 1, connections: 1, records: 2 };
-      assert.deepEqual({ ...ownReport!.data.object, completed_at: undefined }, { id: reset.id, object: 'sandbox_service_reset', service: 'merchants', removed, seeded: {}, completed_at: undefined });
+      assert.deepEqual(
+        { ...ownReport!.data.object, completed_at: undefined },
+        { id: reset.id, object: 'sandbox_service_reset', service: 'merchants', removed, seeded: {}, completed_at: undefined },
+      );
       const midway = await api.get(`/api/v1/sandbox/resets/${reset.id}`);
       assert.equal(midway.body.status, 'running');
-      assert.deepEqual(midway.body.services.find((s: { service: string }) => s.service === 'merchants'), { service: 'merchants', status: 'completed', removed, seeded: {}, completed_at: ownReport!.data.object.completed_at });
+      assert.deepEqual(
+        midway.body.services.find((s: { service: string }) => s.service === 'merchants'),
+        { service: 'merchants', status: 'completed', removed, seeded: {}, completed_at: ownReport!.data.object.completed_at },
+      );
 
       const catalogReport = reportOf(resetEvent, 'catalog', { products: 3 });
       await harness().deliver(catalogReport);
@@ -89,7 +108,10 @@ for (const { name, embedded } of databases) {
       assert.equal(done.status, 200);
       assert.equal(done.body.status, 'completed');
       assert.ok(done.body.completed_at);
-      assert.deepEqual(done.body.services.map((s: { service: string; status: string }) => `${s.service}:${s.status}`), ['catalog:completed', 'merchants:completed', 'webhooks:completed']);
+      assert.deepEqual(
+        done.body.services.map((s: { service: string; status: string }) => `${s.service}:${s.status}`),
+        ['catalog:completed', 'merchants:completed', 'webhooks:completed'],
+      );
       assert.deepEqual(done.body.services[0].removed, { products: 3 });
 
       const completed = await api.events('sandbox.reset_completed');
@@ -115,7 +137,10 @@ for (const { name, embedded } of databases) {
       assert.deepEqual([connection.source_id, connection.destination_id, connection.rule_ids], [source.id, destination.id, [rule.id]]);
 
       const after = (await api.events()).slice(before).map((event) => event.topic);
-      assert.deepEqual(after.filter((topic) => topic.endsWith('.created')), ['sources.created', 'destinations.created', 'rules.created', 'connections.created']);
+      assert.deepEqual(
+        after.filter((topic) => topic.endsWith('.created')),
+        ['sources.created', 'destinations.created', 'rules.created', 'connections.created'],
+      );
       assert.ok(after.includes('internal.destination_synced'), 'the delivery engine learns the seeded destination');
       const [report] = await api.events('internal.sandbox_service_reset');
       assert.deepEqual(report!.data.object.seeded, { sources: 1, destinations: 1, rules: 1, connections: 1 });

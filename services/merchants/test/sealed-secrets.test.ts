@@ -9,7 +9,10 @@ describe('destination secrets sealed at rest (merchants, PostgreSQL)', function 
   const harness = useHarness(false);
 
   const storedSecret = async (merchantId: string, id: string) => {
-    const { rows } = await harness().db.query<{ secret: string }>('SELECT secret FROM merchants.destinations WHERE merchant_id = $1 AND id = $2', [merchantId, id]);
+    const { rows } = await harness().db.query<{ secret: string }>('SELECT secret FROM merchants.destinations WHERE merchant_id = $1 AND id = $2', [
+      merchantId,
+      id,
+    ]);
     return rows[0]!.secret;
   };
 

@@ -1,4 +1,20 @@
-import { API_AUDIENCE, ConfigError, configFields, connectDistributedInfrastructure, createLogger, distributedServiceConfig, ensurePortFree, exitOnConfigError, exitOnStartFailure, issuerOf, loadConfig, stopOnSignals, startTracing, ensureAdminPortFree, startAdminServer } from '@merx/kit';
+import {
+  API_AUDIENCE,
+  ConfigError,
+  configFields,
+  connectDistributedInfrastructure,
+  createLogger,
+  distributedServiceConfig,
+  ensurePortFree,
+  exitOnConfigError,
+  exitOnStartFailure,
+  issuerOf,
+  loadConfig,
+  stopOnSignals,
+  startTracing,
+  ensureAdminPortFree,
+  startAdminServer,
+} from '@merx/kit';
 import { consoleRedirectUri } from '@merx/contracts';
 import { signInThrottleFromEnv } from './domain/login-throttle.js';
 import { startOauth } from './service.js';
@@ -30,7 +46,9 @@ const accessTokenTtlSeconds = config.MERX_ACCESS_TOKEN_TTL;
 // The oauth service owns the revoked keys, so it loads its list from its own tables, not over HTTP.
 await ensurePortFree(config.PORT, config.HOST).catch((error: unknown) => exitOnStartFailure('oauth', error));
 await ensureAdminPortFree(config).catch((error: unknown) => exitOnStartFailure('oauth', error));
-const infrastructure = await connectDistributedInfrastructure('oauth', config, logger, { loadRevocations: (db) => revocationsFromStore(db, accessTokenTtlSeconds) }).catch((error: unknown) => exitOnStartFailure('oauth', error));
+const infrastructure = await connectDistributedInfrastructure('oauth', config, logger, {
+  loadRevocations: (db) => revocationsFromStore(db, accessTokenTtlSeconds),
+}).catch((error: unknown) => exitOnStartFailure('oauth', error));
 const oauth = await startOauth({
   db: infrastructure.db,
   bus: infrastructure.bus,
@@ -49,9 +67,12 @@ const oauth = await startOauth({
   signInThrottle,
   console: { clientSecret: config.MERX_CONSOLE_CLIENT_SECRET, redirectUri: consoleRedirectUri(config.MERX_PUBLIC_URL) },
 }).catch((error: unknown) => exitOnStartFailure('oauth', error));
-const admin = await startAdminServer({ port: config.ADMIN_PORT, host: config.ADMIN_HOST, logger, sources: [{ service: 'oauth', readiness: oauth.readiness }] }).catch((error: unknown) =>
-  exitOnStartFailure('oauth', error),
-);
+const admin = await startAdminServer({
+  port: config.ADMIN_PORT,
+  host: config.ADMIN_HOST,
+  logger,
+  sources: [{ service: 'oauth', readiness: oauth.readiness }],
+}).catch((error: unknown) => exitOnStartFailure('oauth', error));
 logger.info({ url: oauth.url, admin: admin.url }, 'oauth listening');
 stopOnSignals(logger, async () => {
   await oauth.stop();

@@ -1,5 +1,17 @@
 import type { JWK } from 'oidc-provider';
-import { mountRouter, startService, type Bus, type Consumer, type Outbox, type Db, type Logger, type ReadinessCheck, type RunningService, type TokenVerifier, type MigrationMode } from '@merx/kit';
+import {
+  mountRouter,
+  startService,
+  type Bus,
+  type Consumer,
+  type Outbox,
+  type Db,
+  type Logger,
+  type ReadinessCheck,
+  type RunningService,
+  type TokenVerifier,
+  type MigrationMode,
+} from '@merx/kit';
 import { consumeMerchantEvents } from './events/merchant-events.js';
 import { CONSOLE_CLIENT_ID } from '@merx/contracts';
 import { createProvider, deleteExpiredOidcPayloads, hashAppSecret, mountProvider, type FirstPartyClient } from './provider/index.js';
@@ -69,7 +81,14 @@ function basicClientId(header: string): string | undefined {
 export async function startOauth(deps: OauthDeps): Promise<RunningOauth> {
   const { db, logger } = deps;
   const firstPartyClients: FirstPartyClient[] = deps.console
-    ? [{ clientId: CONSOLE_CLIENT_ID, secretHash: hashAppSecret(deps.console.clientSecret), name: 'the Merx console', redirectUris: [deps.console.redirectUri] }]
+    ? [
+        {
+          clientId: CONSOLE_CLIENT_ID,
+          secretHash: hashAppSecret(deps.console.clientSecret),
+          name: 'the Merx console',
+          redirectUris: [deps.console.redirectUri],
+        },
+      ]
     : [];
   let signingKeys: SigningKeys | undefined;
   let outboxOfService: Outbox | undefined;
@@ -99,13 +118,18 @@ export async function startOauth(deps: OauthDeps): Promise<RunningOauth> {
     provider.on('grant.success', (ctx: { oidc?: { params?: { grant_type?: string } }; body?: { access_token?: unknown } }) => {
       void auth.tokenIssued(ctx.oidc?.params?.grant_type ?? '', ctx.body?.access_token);
     });
-    provider.on('grant.error', (ctx: { oidc?: { client?: { clientId?: string }; params?: { client_id?: string } }; get(name: string): string }, error: { error?: string }) => {
-      if (error?.error !== 'invalid_client') return;
-      void auth.clientRefused(ctx.oidc?.client?.clientId ?? ctx.oidc?.params?.client_id ?? basicClientId(ctx.get('authorization')));
-    });
+    provider.on(
+      'grant.error',
+      (ctx: { oidc?: { client?: { clientId?: string }; params?: { client_id?: string } }; get(name: string): string }, error: { error?: string }) => {
+        if (error?.error !== 'invalid_client') return;
+        void auth.clientRefused(ctx.oidc?.client?.clientId ?? ctx.oidc?.params?.client_id ?? basicClientId(ctx.get('authorization')));
+      },
+    );
     // A refresh token or code used twice: oidc-provider revoked the grant; the merchant's installation and its access tokens go too.
     provider.on('grant.revoked', (_ctx: unknown, grantId: string) => {
-      recordGrantRevokedByProvider(outboxOfService!, grantId).catch((error: unknown) => logger.error({ err: error, grant_id: grantId }, 'could not record a revoked grant'));
+      recordGrantRevokedByProvider(outboxOfService!, grantId).catch((error: unknown) =>
+        logger.error({ err: error, grant_id: grantId }, 'could not record a revoked grant'),
+      );
     });
     return provider;
   };
@@ -126,10 +150,22 @@ export async function startOauth(deps: OauthDeps): Promise<RunningOauth> {
     // The provider reads its own form bodies, so it goes before JSON parsing.
     beforeJsonBody: (koa, outbox) => {
       outboxOfService = outbox;
-      mountRouter(koa, interactionRoutes({ slot: signingKeys!.slot, db, logger, audience: deps.audience, secret: deps.cookieSecret, firstPartyNames: new Map(firstPartyClients.map((client) => [client.clientId, client.name])), ...(deps.signInThrottle ? { signInThrottle: deps.signInThrottle } : {}), onLoginDenied: (attempt) => {
-        logger.warn({ event: 'auth.denied', reason: 'wrong_password', ...attempt }, 'login denied');
-        void auth.loginRefused(attempt.email, attempt.clientId);
-      } }));
+      mountRouter(
+        koa,
+        interactionRoutes({
+          slot: signingKeys!.slot,
+          db,
+          logger,
+          audience: deps.audience,
+          secret: deps.cookieSecret,
+          firstPartyNames: new Map(firstPartyClients.map((client) => [client.clientId, client.name])),
+          ...(deps.signInThrottle ? { signInThrottle: deps.signInThrottle } : {}),
+          onLoginDenied: (attempt) => {
+            logger.warn({ event: 'auth.denied', reason: 'wrong_password', ...attempt }, 'login denied');
+            void auth.loginRefused(attempt.email, attempt.clientId);
+          },
+        }),
+      );
       mountProvider(koa, signingKeys!.slot);
     },
     routes: (koa, outbox) => {
@@ -139,7 +175,15 @@ export async function startOauth(deps: OauthDeps): Promise<RunningOauth> {
       mountRouter(koa, throttleAdminRoutes(db, outbox, deps.operatorToken));
       mountRouter(koa, busAdminRoutes(deps.bus, deps.operatorToken));
       mountRouter(koa, apiKeyRoutes(apiKeyUseCases({ db, outbox }), deps.verifier, db));
-      mountRouter(koa, internalRoutes(deps.serviceToken, revocationsFromStore(db, deps.accessTokenTtlSeconds), () => listThrottleOverrides(db), (merchantId) => findMerchant(db, merchantId)));
+      mountRouter(
+        koa,
+        internalRoutes(
+          deps.serviceToken,
+          revocationsFromStore(db, deps.accessTokenTtlSeconds),
+          () => listThrottleOverrides(db),
+          (merchantId) => findMerchant(db, merchantId),
+        ),
+      );
     },
     ...(deps.readiness ? { readiness: deps.readiness } : {}),
     maintenance: [

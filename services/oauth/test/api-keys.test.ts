@@ -51,7 +51,6 @@ async function freshDatabase(): Promise<{ db: Db; drop(): Promise<void> }> {
   throw new Error('no PostgreSQL admin connection');
 }
 
-
 const SERVICE_TOKEN = randomBytes(32).toString('base64url');
 describe('oauth: API keys (PostgreSQL)', function () {
   this.timeout(30_000);
@@ -102,7 +101,14 @@ describe('oauth: API keys (PostgreSQL)', function () {
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     });
     const text = await response.text();
-    const problems = contract.validateResponse({ method, path, status: response.status, contentType: response.headers.get('content-type'), body: text, headers: response.headers });
+    const problems = contract.validateResponse({
+      method,
+      path,
+      status: response.status,
+      contentType: response.headers.get('content-type'),
+      body: text,
+      headers: response.headers,
+    });
     assert.deepEqual(problems, [], `${method} ${path} answered outside the contract: ${text}`);
     return { status: response.status, text, body: text ? JSON.parse(text) : undefined };
   }
@@ -112,7 +118,11 @@ describe('oauth: API keys (PostgreSQL)', function () {
     const form = new URLSearchParams({ grant_type: 'client_credentials', ...(scope ? { scope } : {}) });
     const response = await fetch(`${oauth.url}/oauth/token`, {
       method: 'POST',
-      headers: { ...FORWARDED, 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from(`${clientId}:${apiKey}`).toString('base64')}` },
+      headers: {
+        ...FORWARDED,
+        'content-type': 'application/x-www-form-urlencoded',
+        authorization: `Basic ${Buffer.from(`${clientId}:${apiKey}`).toString('base64')}`,
+      },
       body: form,
     });
     return { status: response.status, body: await response.json() };
@@ -163,7 +173,10 @@ describe('oauth: API keys (PostgreSQL)', function () {
     const { token } = await merchant('api_keys:write products:read');
     const wider = await call('POST', '/api/v1/api-keys', token, { name: 'Wider', scopes: ['products:read', 'products:write'] });
     assert.equal(wider.status, 422, wider.text);
-    assert.deepEqual(wider.body.errors.map((e: { field: string; code: string }) => [e.field, e.code]), [['scopes[1]', 'scope_not_held']]);
+    assert.deepEqual(
+      wider.body.errors.map((e: { field: string; code: string }) => [e.field, e.code]),
+      [['scopes[1]', 'scope_not_held']],
+    );
     const unknown = await call('POST', '/api/v1/api-keys', token, { name: 'x', scopes: ['root'] });
     assert.equal(unknown.status, 422);
     const empty = await call('POST', '/api/v1/api-keys', token, { name: '', scopes: [] });
@@ -187,10 +200,16 @@ describe('oauth: API keys (PostgreSQL)', function () {
     const ids: string[] = [];
     for (const name of ['one', 'two', 'three']) ids.push((await call('POST', '/api/v1/api-keys', token, { name, scopes: ['products:read'] })).body.id);
     const first = await call('GET', '/api/v1/api-keys?limit=2', token);
-    assert.deepEqual(first.body.data.map((k: { id: string }) => k.id), [ids[2], ids[1]]);
+    assert.deepEqual(
+      first.body.data.map((k: { id: string }) => k.id),
+      [ids[2], ids[1]],
+    );
     assert.equal(first.body.has_more, true);
     const second = await call('GET', `/api/v1/api-keys?limit=2&cursor=${first.body.next_cursor}`, token);
-    assert.deepEqual(second.body.data.map((k: { id: string }) => k.id), [ids[0], firstKey.id]);
+    assert.deepEqual(
+      second.body.data.map((k: { id: string }) => k.id),
+      [ids[0], firstKey.id],
+    );
     assert.equal(second.body.has_more, false);
     assert.ok(!first.text.includes('secret') && !second.text.includes('secret'));
   });

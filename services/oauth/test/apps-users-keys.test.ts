@@ -58,7 +58,11 @@ describe('oauth: owners, apps and signing key rotation (PGlite)', function () {
     const clientId = apiKey.split('_').slice(0, 3).join('_');
     const response = await fetch(`${oauth.url}/oauth/token`, {
       method: 'POST',
-      headers: { ...FORWARDED, authorization: `Basic ${Buffer.from(`${clientId}:${apiKey}`).toString('base64')}`, 'content-type': 'application/x-www-form-urlencoded' },
+      headers: {
+        ...FORWARDED,
+        authorization: `Basic ${Buffer.from(`${clientId}:${apiKey}`).toString('base64')}`,
+        'content-type': 'application/x-www-form-urlencoded',
+      },
       body: new URLSearchParams({ grant_type: 'client_credentials' }),
     });
     const body = (await response.json()) as { access_token: string };
@@ -66,11 +70,13 @@ describe('oauth: owners, apps and signing key rotation (PGlite)', function () {
     return body.access_token;
   }
 
-  it('stores the owner\'s password only as a salted scrypt hash, and owner emails are unique', async () => {
+  it("stores the owner's password only as a salted scrypt hash, and owner emails are unique", async () => {
     const email = `Owner-${randomBytes(4).toString('hex')}@Example.com`;
     const provisioned = await provisionMerchant(oauth.outbox, { name: 'Owned', owner: { email, password: 'a very long password' } });
     assert.equal(provisioned.owner.password, undefined);
-    const { rows } = await db.query<{ password_hash: string; merchant_id: string }>('SELECT password_hash, merchant_id FROM oauth.users WHERE id = $1', [provisioned.owner.id]);
+    const { rows } = await db.query<{ password_hash: string; merchant_id: string }>('SELECT password_hash, merchant_id FROM oauth.users WHERE id = $1', [
+      provisioned.owner.id,
+    ]);
     assert.equal(rows[0]!.merchant_id, provisioned.merchant.id);
     assert.match(rows[0]!.password_hash, /^scrypt\$131072\$8\$1\$/);
     assert.ok(!rows[0]!.password_hash.includes('a very long password'));
@@ -81,7 +87,11 @@ describe('oauth: owners, apps and signing key rotation (PGlite)', function () {
   });
 
   it('registers apps with a secret stored only hashed; apps cannot use client credentials', async () => {
-    const created = await admin('/admin/v1/apps', { name: 'Ledger', redirect_uris: ['https://ledger.example/cb', 'http://localhost:3000/cb'], scopes: ['products:write', 'products:read'] });
+    const created = await admin('/admin/v1/apps', {
+      name: 'Ledger',
+      redirect_uris: ['https://ledger.example/cb', 'http://localhost:3000/cb'],
+      scopes: ['products:write', 'products:read'],
+    });
     assert.equal(created.status, 201);
     assert.match(created.body.id, /^app_/);
     assert.deepEqual(created.body.scopes, ['products:read', 'products:write']);
@@ -89,7 +99,11 @@ describe('oauth: owners, apps and signing key rotation (PGlite)', function () {
     assert.equal(rows[0]!.secret_hash, hashAppSecret(created.body.client_secret));
     const response = await fetch(`${oauth.url}/oauth/token`, {
       method: 'POST',
-      headers: { ...FORWARDED, authorization: `Basic ${Buffer.from(`${created.body.client_id}:${created.body.client_secret}`).toString('base64')}`, 'content-type': 'application/x-www-form-urlencoded' },
+      headers: {
+        ...FORWARDED,
+        authorization: `Basic ${Buffer.from(`${created.body.client_id}:${created.body.client_secret}`).toString('base64')}`,
+        'content-type': 'application/x-www-form-urlencoded',
+      },
       body: new URLSearchParams({ grant_type: 'client_credentials' }),
     });
     const refused = (await response.json()) as { error: string; error_description: string };
@@ -98,7 +112,11 @@ describe('oauth: owners, apps and signing key rotation (PGlite)', function () {
     assert.deepEqual(refused, { error: 'invalid_request', error_description: 'requested grant type is not allowed for this client' });
     const wrongSecret = await fetch(`${oauth.url}/oauth/token`, {
       method: 'POST',
-      headers: { ...FORWARDED, authorization: `Basic ${Buffer.from(`${created.body.client_id}:mxsec_${'x'.repeat(40)}`).toString('base64')}`, 'content-type': 'application/x-www-form-urlencoded' },
+      headers: {
+        ...FORWARDED,
+        authorization: `Basic ${Buffer.from(`${created.body.client_id}:mxsec_${'x'.repeat(40)}`).toString('base64')}`,
+        'content-type': 'application/x-www-form-urlencoded',
+      },
       body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: 'nope' }),
     });
     assert.equal(((await wrongSecret.json()) as { error: string }).error, 'invalid_client');

@@ -43,7 +43,10 @@ describe('oauth: the console as a first-party client (PGlite)', function () {
     });
     url = oauth.url;
     const password = 'correct horse battery staple';
-    const provisioned = await provisionMerchant(oauth.outbox, { name: 'First party', owner: { email: `owner-${randomBytes(4).toString('hex')}@example.com`, password } });
+    const provisioned = await provisionMerchant(oauth.outbox, {
+      name: 'First party',
+      owner: { email: `owner-${randomBytes(4).toString('hex')}@example.com`, password },
+    });
     owner = { email: provisioned.owner.email, password, id: provisioned.owner.id, merchantId: provisioned.merchant.id };
   });
   after(async () => {
@@ -71,14 +74,26 @@ describe('oauth: the console as a first-party client (PGlite)', function () {
   function authorizationRequest(clientId: string, redirectUri: string, scope: string, extra: Record<string, string> = {}) {
     const verifier = randomBytes(32).toString('base64url');
     const challenge = createHash('sha256').update(verifier).digest('base64url');
-    const query = new URLSearchParams({ response_type: 'code', client_id: clientId, redirect_uri: redirectUri, scope, state: 'st', code_challenge: challenge, code_challenge_method: 'S256', ...extra });
+    const query = new URLSearchParams({
+      response_type: 'code',
+      client_id: clientId,
+      redirect_uri: redirectUri,
+      scope,
+      state: 'st',
+      code_challenge: challenge,
+      code_challenge_method: 'S256',
+      ...extra,
+    });
     return { url: `/oauth/auth?${query}`, verifier };
   }
 
   async function token(form: Record<string, string>, secret = CONSOLE_SECRET) {
     const response = await fetch(`${oauth.url}/oauth/token`, {
       method: 'POST',
-      headers: { authorization: `Basic ${Buffer.from(`${CONSOLE_CLIENT_ID}:${secret}`).toString('base64')}`, 'content-type': 'application/x-www-form-urlencoded' },
+      headers: {
+        authorization: `Basic ${Buffer.from(`${CONSOLE_CLIENT_ID}:${secret}`).toString('base64')}`,
+        'content-type': 'application/x-www-form-urlencoded',
+      },
       body: new URLSearchParams(form),
     });
     return { status: response.status, body: (await response.json()) as Record<string, any> };
@@ -90,18 +105,29 @@ describe('oauth: the console as a first-party client (PGlite)', function () {
     const login = await follow(browser, request.url);
     assert.equal(login.status, 200, login.text);
     assert.match(login.text, /the Merx console/, 'the login page names the console');
-    const landed = await follow(browser, formAction(login.text, '/login'), { method: 'POST', form: { csrf: hiddenField(login.text, 'csrf'), email: owner.email, password: owner.password } });
+    const landed = await follow(browser, formAction(login.text, '/login'), {
+      method: 'POST',
+      form: { csrf: hiddenField(login.text, 'csrf'), email: owner.email, password: owner.password },
+    });
     return { landed, verifier: request.verifier };
   }
 
   it('signs a user in without a consent page and issues a token naming the user with every merchant scope', async () => {
     const browser = new Browser(oauth.url);
     const { landed, verifier } = await signInToConsole(browser);
-    assert.ok(landed.location?.startsWith(`${CONSOLE_REDIRECT}?`), `straight back to the console, no consent page: ${landed.status} ${landed.location} ${landed.text.slice(0, 200)}`);
+    assert.ok(
+      landed.location?.startsWith(`${CONSOLE_REDIRECT}?`),
+      `straight back to the console, no consent page: ${landed.status} ${landed.location} ${landed.text.slice(0, 200)}`,
+    );
     const callback = new URL(landed.location!);
     assert.equal(callback.searchParams.get('state'), 'st');
     assert.equal(callback.searchParams.get('iss'), ISSUER, 'RFC 9207 issuer in the response');
-    const exchanged = await token({ grant_type: 'authorization_code', code: callback.searchParams.get('code')!, redirect_uri: CONSOLE_REDIRECT, code_verifier: verifier });
+    const exchanged = await token({
+      grant_type: 'authorization_code',
+      code: callback.searchParams.get('code')!,
+      redirect_uri: CONSOLE_REDIRECT,
+      code_verifier: verifier,
+    });
     assert.equal(exchanged.status, 200, JSON.stringify(exchanged.body));
     const claims = decodeJwt(exchanged.body.access_token);
     assert.equal(claims.sub, owner.id, 'the user is the subject, so the audit log names them');
@@ -124,7 +150,10 @@ describe('oauth: the console as a first-party client (PGlite)', function () {
 
     const revoked = await fetch(`${oauth.url}/oauth/token/revocation`, {
       method: 'POST',
-      headers: { authorization: `Basic ${Buffer.from(`${CONSOLE_CLIENT_ID}:${CONSOLE_SECRET}`).toString('base64')}`, 'content-type': 'application/x-www-form-urlencoded' },
+      headers: {
+        authorization: `Basic ${Buffer.from(`${CONSOLE_CLIENT_ID}:${CONSOLE_SECRET}`).toString('base64')}`,
+        'content-type': 'application/x-www-form-urlencoded',
+      },
       body: new URLSearchParams({ token: refreshed.body.refresh_token, token_type_hint: 'refresh_token' }),
     });
     assert.equal(revoked.status, 200);

@@ -26,7 +26,14 @@ function profileChange(merchant: WireMerchant, changes: Record<string, unknown>,
     created_at: updatedAt,
     api_version: 'v1',
     data: {
-      object: { ...merchant, ...standing, ...changes, profile_version: profileVersion, version: profileVersion + merchant.standing_version - 1, updated_at: updatedAt },
+      object: {
+        ...merchant,
+        ...standing,
+        ...changes,
+        profile_version: profileVersion,
+        version: profileVersion + merchant.standing_version - 1,
+        updated_at: updatedAt,
+      },
       previous: Object.fromEntries(Object.keys(changes).map((field) => [field, merchant[field]])),
     },
     context: { request_id: newId('req'), actor: { type: 'api_key', id: 'mx_test_ProfileEditor00001' } },
@@ -115,7 +122,17 @@ for (const kind of ['PostgreSQL', 'PGlite'] as const) {
         body: JSON.stringify(body),
       });
       const text = await response.text();
-      assert.deepEqual(contract.validateResponse({ method: 'PATCH', path, status: response.status, contentType: response.headers.get('content-type'), body: text, headers: response.headers }), []);
+      assert.deepEqual(
+        contract.validateResponse({
+          method: 'PATCH',
+          path,
+          status: response.status,
+          contentType: response.headers.get('content-type'),
+          body: text,
+          headers: response.headers,
+        }),
+        [],
+      );
       assert.equal(response.status, 200, text);
       return JSON.parse(text) as WireMerchant;
     }
@@ -130,18 +147,41 @@ for (const kind of ['PostgreSQL', 'PGlite'] as const) {
     it('replaces its copy of the profile whole from merchants.updated, and never mode, plan or status', async () => {
       const before = await merchant('Profile shop');
       assert.deepEqual([before.version, before.profile_version, before.standing_version], [1, 1, 1]);
-      const change = profileChange(before, { name: 'Renamed shop', default_currency: 'EUR', timezone: 'Europe/Berlin' }, 2, { mode: 'live', plan: 'scale', status: 'suspended' });
+      const change = profileChange(before, { name: 'Renamed shop', default_currency: 'EUR', timezone: 'Europe/Berlin' }, 2, {
+        mode: 'live',
+        plan: 'scale',
+        status: 'suspended',
+      });
 
       await deliver(change);
 
       const shown = await operatorPatch(before.id, { status: 'active' });
-      assert.deepEqual(shown, { ...before, name: 'Renamed shop', default_currency: 'EUR', timezone: 'Europe/Berlin', version: 2, profile_version: 2, updated_at: change.data.object.updated_at });
+      assert.deepEqual(shown, {
+        ...before,
+        name: 'Renamed shop',
+        default_currency: 'EUR',
+        timezone: 'Europe/Berlin',
+        version: 2,
+        profile_version: 2,
+        updated_at: change.data.object.updated_at,
+      });
       // oauth's own next change moves the standing on; its event carries the standing alone.
       const replanned = await operatorPatch(before.id, { plan: 'standard' });
-      assert.deepEqual([replanned.name, replanned.plan, replanned.version, replanned.profile_version, replanned.standing_version], ['Renamed shop', 'standard', 3, 2, 2]);
+      assert.deepEqual(
+        [replanned.name, replanned.plan, replanned.version, replanned.profile_version, replanned.standing_version],
+        ['Renamed shop', 'standard', 3, 2, 2],
+      );
       const announced = (await publishedFor(before.id, 3)).find((event) => event.topic === 'merchants.standing_changed')!;
       assert.deepEqual(announced.data, {
-        object: { object: 'merchant_standing', id: before.id, mode: 'sandbox', plan: 'standard', status: 'active', version: 2, updated_at: replanned.updated_at },
+        object: {
+          object: 'merchant_standing',
+          id: before.id,
+          mode: 'sandbox',
+          plan: 'standard',
+          status: 'active',
+          version: 2,
+          updated_at: replanned.updated_at,
+        },
         previous: { plan: 'sandbox' },
       });
       assert.deepEqual(contract.validateEvent(announced), []);
@@ -173,8 +213,17 @@ for (const kind of ['PostgreSQL', 'PGlite'] as const) {
       await deliver(third);
 
       const shown = await operatorPatch(before.id, { plan: 'scale' });
-      assert.deepEqual(shown, { ...current, name: 'Third name', timezone: 'Asia/Tokyo', profile_version: 3, version: 4, updated_at: third.data.object.updated_at });
-      const { rows } = await db.query<{ event_id: string }>('SELECT event_id FROM oauth.inbox WHERE event_id = ANY($1) ORDER BY event_id', [[second.id, third.id]]);
+      assert.deepEqual(shown, {
+        ...current,
+        name: 'Third name',
+        timezone: 'Asia/Tokyo',
+        profile_version: 3,
+        version: 4,
+        updated_at: third.data.object.updated_at,
+      });
+      const { rows } = await db.query<{ event_id: string }>('SELECT event_id FROM oauth.inbox WHERE event_id = ANY($1) ORDER BY event_id', [
+        [second.id, third.id],
+      ]);
       assert.equal(rows.length, 2, 'the late change was handled, and changed nothing');
     });
 

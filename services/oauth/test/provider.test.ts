@@ -158,7 +158,10 @@ describe('oauth provider (client credentials for API keys)', () => {
 
     it('accepts client_secret_post', async () => {
       const { clientId, apiKey, merchantId } = addKey(['products:read']);
-      const answer = await post('/oauth/token', new URLSearchParams({ grant_type: 'client_credentials', client_id: clientId, client_secret: apiKey }).toString());
+      const answer = await post(
+        '/oauth/token',
+        new URLSearchParams({ grant_type: 'client_credentials', client_id: clientId, client_secret: apiKey }).toString(),
+      );
       assert.equal(answer.status, 200, answer.text);
       const jwks = createRemoteJWKSet(new URL(`${baseUrl}/oauth/jwks`));
       const { payload } = await jwtVerify(String(answer.body.access_token), jwks, { issuer: ISSUER, audience: AUDIENCE });
@@ -338,11 +341,7 @@ describe('oauth provider (client credentials for API keys)', () => {
 
     it('keeps the headers the app set before the mount and reports the answered status to it', async () => {
       const { clientId, apiKey } = addKey(['products:read']);
-      const answers = [
-        await tokenWithBasic(clientId, apiKey),
-        await tokenWithBasic(clientId, 'wrong'),
-        await post('/oauth/nothing-here', ''),
-      ];
+      const answers = [await tokenWithBasic(clientId, apiKey), await tokenWithBasic(clientId, 'wrong'), await post('/oauth/nothing-here', '')];
       const discovery = await fetch(`${baseUrl}/oauth/.well-known/openid-configuration`);
       assert.deepEqual([...answers.map((answer) => answer.status), discovery.status], [200, 401, 404, 200]);
       for (const headers of [...answers.map((answer) => answer.headers), discovery.headers]) {

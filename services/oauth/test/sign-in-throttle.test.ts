@@ -61,12 +61,16 @@ describe('sign-in throttle per client address, and the cap on concurrent passwor
       `/oauth/auth?${new URLSearchParams({ response_type: 'code', client_id: clientId, redirect_uri: REDIRECT_URI, scope: 'products:read', state: 's', code_challenge: challenge, code_challenge_method: 'S256' })}`,
     );
     assert.equal(page.status, 200, page.text);
-    const signIn = (email: string, password: string) => browser.navigate(formAction(page.text, '/login'), { method: 'POST', form: { csrf: hiddenField(page.text, 'csrf'), email, password } });
+    const signIn = (email: string, password: string) =>
+      browser.navigate(formAction(page.text, '/login'), { method: 'POST', form: { csrf: hiddenField(page.text, 'csrf'), email, password } });
     return { signIn };
   }
 
   it('locks an address that guesses across many accounts, before hashing, while other addresses sign in', async () => {
-    const owner = await provisionMerchant(oauth.outbox, { name: 'Guarded', owner: { email: `owner-${randomBytes(4).toString('hex')}@example.com`, password: 'the right password, long enough' } });
+    const owner = await provisionMerchant(oauth.outbox, {
+      name: 'Guarded',
+      owner: { email: `owner-${randomBytes(4).toString('hex')}@example.com`, password: 'the right password, long enough' },
+    });
     const attacker = await loginPageFrom('203.0.113.7');
     for (let guess = 0; guess < 3; guess += 1) assert.equal((await attacker.signIn(`victim-${guess}@example.com`, 'guess')).status, 401);
     assert.equal((await attacker.signIn(`victim-3@example.com`, 'guess')).status, 401, 'the fourth failure is checked, and locks the address');
@@ -84,7 +88,10 @@ describe('sign-in throttle per client address, and the cap on concurrent passwor
     const pages = await Promise.all(Array.from({ length: 30 }, (_, i) => loginPageFrom(`192.0.2.${i + 1}`)));
     const answers = await Promise.all(pages.map((page, i) => page.signIn(`nobody-${i}@example.com`, 'wrong')));
     const statuses = answers.map((answer) => answer.status);
-    assert.ok(statuses.every((status) => status === 401 || status === 503), String(statuses));
+    assert.ok(
+      statuses.every((status) => status === 401 || status === 503),
+      String(statuses),
+    );
     const busy = answers.filter((answer) => answer.status === 503);
     assert.ok(busy.length >= 30 - 2 - 16, `with 2 hashing and 16 waiting, at least 12 of 30 are turned away (got ${busy.length})`);
     assert.equal(busy[0]!.headers.get('retry-after'), '1');

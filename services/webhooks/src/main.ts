@@ -1,4 +1,15 @@
-import { connectDistributedInfrastructure, createLogger, ensurePortFree, exitOnConfigError, exitOnStartFailure, loadConfig, stopOnSignals, startTracing, ensureAdminPortFree, startAdminServer } from '@merx/kit';
+import {
+  connectDistributedInfrastructure,
+  createLogger,
+  ensurePortFree,
+  exitOnConfigError,
+  exitOnStartFailure,
+  loadConfig,
+  stopOnSignals,
+  startTracing,
+  ensureAdminPortFree,
+  startAdminServer,
+} from '@merx/kit';
 import { startWebhooks } from './service.js';
 import { toWebhookSettings, webhooksServiceConfig } from './settings.js';
 
@@ -24,9 +35,12 @@ const webhooks = await startWebhooks({
   settings: toWebhookSettings(config),
   secretKeys: config.MERX_SECRETS_KEYS,
 }).catch((error: unknown) => exitOnStartFailure('webhooks', error));
-const admin = await startAdminServer({ port: config.ADMIN_PORT, host: config.ADMIN_HOST, logger, sources: [{ service: 'webhooks', readiness: webhooks.readiness }] }).catch((error: unknown) =>
-  exitOnStartFailure('webhooks', error),
-);
+const admin = await startAdminServer({
+  port: config.ADMIN_PORT,
+  host: config.ADMIN_HOST,
+  logger,
+  sources: [{ service: 'webhooks', readiness: webhooks.readiness }],
+}).catch((error: unknown) => exitOnStartFailure('webhooks', error));
 logger.info({ url: webhooks.url, admin: admin.url, grpc: webhooks.grpc.address }, 'webhooks listening');
 stopOnSignals(logger, async () => {
   await webhooks.stop();

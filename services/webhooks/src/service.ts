@@ -1,5 +1,23 @@
 import { createContractValidator } from '@merx/contracts';
-import { batchPerKey, installSecretKeyRing, mountRouter, WORK_QUEUES, startGrpcServer, startService, type RunningGrpcServer, type Bus, type Consumer, type Db, type Logger, type MerxEvent, type ReadinessCheck, type RunningService, type SecretKeyRing, type TokenVerifier, type MigrationMode } from '@merx/kit';
+import {
+  batchPerKey,
+  installSecretKeyRing,
+  mountRouter,
+  WORK_QUEUES,
+  startGrpcServer,
+  startService,
+  type RunningGrpcServer,
+  type Bus,
+  type Consumer,
+  type Db,
+  type Logger,
+  type MerxEvent,
+  type ReadinessCheck,
+  type RunningService,
+  type SecretKeyRing,
+  type TokenVerifier,
+  type MigrationMode,
+} from '@merx/kit';
 import { WebhookSender } from './delivery/sender.js';
 import type { HostResolver } from '@merx/kit';
 import { DeliveryWorker } from './engine/worker.js';
@@ -114,8 +132,17 @@ export async function startWebhooks(deps: WebhooksDeps): Promise<RunningWebhooks
   });
   let grpc: RunningGrpcServer;
   try {
-    const followEvents = eventStreamUseCase({ db, eventRetentionDays: settings.eventRetentionDays, now, ...(deps.eventStreamTiming ? { timing: deps.eventStreamTiming } : {}) });
-    grpc = await startGrpcServer({ port: deps.grpcPort ?? 0, ...(deps.host ? { host: deps.host } : {}), services: [eventGrpcService(followEvents, deps.verifier, logger)] });
+    const followEvents = eventStreamUseCase({
+      db,
+      eventRetentionDays: settings.eventRetentionDays,
+      now,
+      ...(deps.eventStreamTiming ? { timing: deps.eventStreamTiming } : {}),
+    });
+    grpc = await startGrpcServer({
+      port: deps.grpcPort ?? 0,
+      ...(deps.host ? { host: deps.host } : {}),
+      services: [eventGrpcService(followEvents, deps.verifier, logger)],
+    });
   } catch (error) {
     await service.stop();
     throw error;

@@ -44,7 +44,12 @@ export const webhookSettingsSchema = (defaults: { allowPrivate: boolean }) =>
     MERX_WEBHOOK_ALLOWED_PRIVATE_HOSTS: z
       .string()
       .default('')
-      .transform((text) => text.split(',').map((host) => host.trim().toLowerCase()).filter(Boolean)),
+      .transform((text) =>
+        text
+          .split(',')
+          .map((host) => host.trim().toLowerCase())
+          .filter(Boolean),
+      ),
     MERX_WEBHOOK_RETRY_SCHEDULE: schedule,
     MERX_WEBHOOK_RETRY_WINDOW: duration(DEFAULT_RETRY_WINDOW),
     MERX_WEBHOOK_MAX_IN_FLIGHT: configFields.positiveInt(10),

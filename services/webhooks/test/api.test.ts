@@ -39,11 +39,19 @@ for (const embedded of [false, true]) {
     const eventsOf = (merchantId: string, topic: string) => published.filter((e) => e.merchant_id === merchantId && e.topic === topic);
 
     it('creates, reads, lists, updates with If-Match and deletes subscriptions, with an event for each change', async () => {
-      const created = await api.post('/api/v1/webhooks/subscriptions', { url: receiver.url(), topics: ['orders', 'products.created'], description: 'ERP' }, { 'idempotency-key': 'sub-1' });
+      const created = await api.post(
+        '/api/v1/webhooks/subscriptions',
+        { url: receiver.url(), topics: ['orders', 'products.created'], description: 'ERP' },
+        { 'idempotency-key': 'sub-1' },
+      );
       assert.equal(created.status, 201);
       assert.equal(created.headers.get('etag'), '"v1"');
       const id = created.body.id;
-      const again = await api.post('/api/v1/webhooks/subscriptions', { url: receiver.url(), topics: ['orders', 'products.created'], description: 'ERP' }, { 'idempotency-key': 'sub-1' });
+      const again = await api.post(
+        '/api/v1/webhooks/subscriptions',
+        { url: receiver.url(), topics: ['orders', 'products.created'], description: 'ERP' },
+        { 'idempotency-key': 'sub-1' },
+      );
       assert.equal(again.body.id, id, 'an idempotent retry answers the first result');
       assert.equal((await api.get('/api/v1/webhooks/subscriptions')).body.data.length, 1);
 
@@ -68,7 +76,10 @@ for (const embedded of [false, true]) {
       assert.deepEqual(topics, ['webhooks.subscription_created', 'webhooks.subscription_updated', 'webhooks.subscription_deleted']);
       const update = eventsOf(api.merchantId, 'webhooks.subscription_updated')[0]!;
       assert.deepEqual(update.data.previous, { topics: ['orders', 'products.created'], status: 'enabled', disabled_reason: null });
-      assert.ok(published.every((e) => !JSON.stringify(e).includes('whsec_')), 'no event carries a secret');
+      assert.ok(
+        published.every((e) => !JSON.stringify(e).includes('whsec_')),
+        'no event carries a secret',
+      );
     });
 
     it('keeps tenants apart: another merchant gets 404 for every id of ours', async () => {
@@ -106,11 +117,20 @@ for (const embedded of [false, true]) {
       await api.eventStored(second.id);
       await api.eventStored(first.id);
       const page = await api.get('/api/v1/events?limit=2');
-      assert.deepEqual(page.body.data.map((e: any) => e.id), [third.id, second.id]);
+      assert.deepEqual(
+        page.body.data.map((e: any) => e.id),
+        [third.id, second.id],
+      );
       assert.equal(page.body.has_more, true);
       const rest = await api.get(`/api/v1/events?limit=2&cursor=${page.body.next_cursor}`);
-      assert.deepEqual(rest.body.data.map((e: any) => e.id), [first.id]);
-      assert.deepEqual((await api.get('/api/v1/events?topic=products.updated')).body.data.map((e: any) => e.id), [second.id]);
+      assert.deepEqual(
+        rest.body.data.map((e: any) => e.id),
+        [first.id],
+      );
+      assert.deepEqual(
+        (await api.get('/api/v1/events?topic=products.updated')).body.data.map((e: any) => e.id),
+        [second.id],
+      );
       assert.equal((await api.get('/api/v1/events?topic=products')).body.data.length, 3);
       assert.equal((await api.get(`/api/v1/events?until=${encodeURIComponent(first.created_at)}`)).body.data.length, 0);
       assert.equal((await api.get('/api/v1/events?topic=nonsense')).status, 422);

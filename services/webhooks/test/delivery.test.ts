@@ -69,7 +69,10 @@ describe('webhook delivery (PostgreSQL)', function () {
       await receiver.waitFor((r) => r.headers['webhook-id'] === deleted.id);
       // The deliveries of an event are created in one transaction, so these counts are final.
       assert.equal((await api.deliveriesOf(created.id, 1)).length, 1);
-      assert.deepEqual(receiver.received.map((r) => r.json.topic), ['products.deleted']);
+      assert.deepEqual(
+        receiver.received.map((r) => r.json.topic),
+        ['products.deleted'],
+      );
       assert.equal(other.received.length, 0);
     } finally {
       await other.close();
@@ -77,7 +80,7 @@ describe('webhook delivery (PostgreSQL)', function () {
     }
   });
 
-  it('never delivers one merchant\'s events to another merchant\'s subscription', async () => {
+  it("never delivers one merchant's events to another merchant's subscription", async () => {
     const stranger = await harness.merchant();
     const theirs = await WebhookReceiver.start();
     try {
@@ -105,13 +108,19 @@ describe('webhook delivery (PostgreSQL)', function () {
     assert.equal(dead.attempts.length, dead.attempt_count);
     assert.ok(dead.attempts.every((a: any) => a.status_code === 500 && a.error === 'http' && a.response_excerpt === 'receiver broke'));
     const gaps = dead.attempts.slice(1).map((a: any, i: number) => Date.parse(a.started_at) - Date.parse(dead.attempts[i].started_at));
-    assert.ok(gaps.every((gap: number) => gap >= 150), `attempts are spaced by the schedule: ${gaps}`);
+    assert.ok(
+      gaps.every((gap: number) => gap >= 150),
+      `attempts are spaced by the schedule: ${gaps}`,
+    );
     const window = Date.parse(dead.attempts.at(-1).started_at) - Date.parse(dead.attempts[0].started_at);
     assert.ok(window <= 2_000 + 100, `no attempt after the window (${window} ms)`);
     assert.equal(receiver.forEvent(event.id).length, dead.attempt_count);
 
     const letters = await api.get('/api/v1/webhooks/dead-letters');
-    assert.deepEqual(letters.body.data.map((l: any) => l.id), [dead.id]);
+    assert.deepEqual(
+      letters.body.data.map((l: any) => l.id),
+      [dead.id],
+    );
     const letter = (await api.get(`/api/v1/webhooks/dead-letters/${dead.id}`)).body;
     assert.equal(letter.last_status_code, 500);
     assert.equal(letter.payload.id, event.id);
@@ -175,7 +184,11 @@ describe('webhook delivery (PostgreSQL)', function () {
     assert.equal(rotated.status, 200);
     assert.notEqual(rotated.body.secret, subscription.secret);
     assert.ok(Date.parse(rotated.body.previous_secret_expires_at) - Date.now() > 23 * 3_600_000);
-    assert.equal((await api.get(`/api/v1/webhooks/subscriptions/${subscription.id}`)).body.secret, undefined, 'the secret is shown only on create and rotation');
+    assert.equal(
+      (await api.get(`/api/v1/webhooks/subscriptions/${subscription.id}`)).body.secret,
+      undefined,
+      'the secret is shown only on create and rotation',
+    );
     const event = await harness.publish(api.merchantId, 'products.created');
     const request = await receiver.waitFor((r) => r.headers['webhook-id'] === event.id);
     assert.equal(String(request.headers['webhook-signature']).split(' ').length, 2);
@@ -185,7 +198,7 @@ describe('webhook delivery (PostgreSQL)', function () {
     assert.ok(bodyHmacIsValid(request.body, rotated.body.secret), 'the body hmac uses the new secret');
   });
 
-  it('keeps at most the cap in flight to one endpoint while other merchants\' deliveries go through', async () => {
+  it("keeps at most the cap in flight to one endpoint while other merchants' deliveries go through", async () => {
     const release: Array<() => void> = [];
     let inFlight = 0;
     let peak = 0;

@@ -19,13 +19,31 @@ export interface DestinationEndpointMessage {
 
 /** `data.object` of `internal.destination_synced`: a new, active webhook destination unless told otherwise. */
 export function destinationEndpoint(url: string, overrides: Partial<DestinationEndpointMessage> = {}): DestinationEndpointMessage {
-  return { id: newId('dst'), object: 'destination_endpoint', kind: 'webhook', url, status: 'active', secret: generateWebhookSecret(), version: 1, ...overrides };
+  return {
+    id: newId('dst'),
+    object: 'destination_endpoint',
+    kind: 'webhook',
+    url,
+    status: 'active',
+    secret: generateWebhookSecret(),
+    version: 1,
+    ...overrides,
+  };
 }
 
 /** An order record as a source ingested it (the `orders.created` object). */
 export function orderRecord(data: Record<string, unknown> = { total: '19.99', currency: 'EUR' }) {
   const at = new Date().toISOString();
-  return { id: newId('rec'), object: 'record', type: 'order', source_id: newId('src'), external_id: `ORD-${newId('x').slice(-8)}`, occurred_at: at, data, received_at: at };
+  return {
+    id: newId('rec'),
+    object: 'record',
+    type: 'order',
+    source_id: newId('src'),
+    external_id: `ORD-${newId('x').slice(-8)}`,
+    occurred_at: at,
+    data,
+    received_at: at,
+  };
 }
 
 /** `data.object` of `internal.record_routed`: the record on its way to one destination. */
@@ -38,7 +56,14 @@ export function routedRecord(merchantId: string, destinationId: string, record =
     connection_id: newId('con'),
     record_id: record.id,
     event_id: eventId,
-    payload: { id: eventId, topic: 'orders.created', merchant_id: merchantId, created_at: new Date().toISOString(), api_version: 'v1', data: { object: record } },
+    payload: {
+      id: eventId,
+      topic: 'orders.created',
+      merchant_id: merchantId,
+      created_at: new Date().toISOString(),
+      api_version: 'v1',
+      data: { object: record },
+    },
   };
 }
 

@@ -85,9 +85,18 @@ for (const embedded of [false, true]) {
         `SELECT id, status, version, url FROM webhooks.endpoints WHERE merchant_id = $1 AND kind = 'destination' ORDER BY id`,
         [merchantId],
       );
-      const { rows: deliveries } = await harness.db.query<{ endpoint_id: string }>(`SELECT endpoint_id FROM webhooks.deliveries WHERE merchant_id = $1`, [merchantId]);
-      const { rows: tombstones } = await harness.db.query<{ id: string; version: number }>(`SELECT id, version FROM webhooks.destination_tombstones WHERE merchant_id = $1`, [merchantId]);
-      return { endpoints: endpoints.map((e) => ({ ...e, version: Number(e.version) })), deliveries, tombstones: tombstones.map((t) => ({ ...t, version: Number(t.version) })) };
+      const { rows: deliveries } = await harness.db.query<{ endpoint_id: string }>(`SELECT endpoint_id FROM webhooks.deliveries WHERE merchant_id = $1`, [
+        merchantId,
+      ]);
+      const { rows: tombstones } = await harness.db.query<{ id: string; version: number }>(
+        `SELECT id, version FROM webhooks.destination_tombstones WHERE merchant_id = $1`,
+        [merchantId],
+      );
+      return {
+        endpoints: endpoints.map((e) => ({ ...e, version: Number(e.version) })),
+        deliveries,
+        tombstones: tombstones.map((t) => ({ ...t, version: Number(t.version) })),
+      };
     }
 
     function expectedEndState(story: ReturnType<typeof storyOf>) {
@@ -125,15 +134,17 @@ for (const embedded of [false, true]) {
       }
     });
 
-    it('drops a sync and a routing that overtook their destination\'s removal, and a repeated removal changes nothing', async () => {
+    it("drops a sync and a routing that overtook their destination's removal, and a repeated removal changes nothing", async () => {
       const merchant = await harness.merchant();
       const story = storyOf(merchant.merchantId);
       await replicas[0]!([story.messages.removedV3]);
       await replicas[1]!([story.messages.syncV2, story.routed]);
-      assert.deepEqual((await endState(merchant.merchantId)).endpoints, [], 'the removal\'s tombstone outranks the sync it overtook');
+      assert.deepEqual((await endState(merchant.merchantId)).endpoints, [], "the removal's tombstone outranks the sync it overtook");
       assert.deepEqual((await endState(merchant.merchantId)).deliveries, [], 'a record routed to a removed destination waits for nothing');
       // A second copy of the removal (another publisher's retry) changes nothing either.
-      await replicas[1]!([buildEvent('internal.destination_removed', merchant.merchantId, { object: { id: story.erp.id, object: 'destination_endpoint', version: 3 } })]);
+      await replicas[1]!([
+        buildEvent('internal.destination_removed', merchant.merchantId, { object: { id: story.erp.id, object: 'destination_endpoint', version: 3 } }),
+      ]);
       assert.deepEqual((await endState(merchant.merchantId)).tombstones, [{ id: story.erp.id, version: 3 }]);
     });
   });

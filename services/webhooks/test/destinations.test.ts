@@ -51,7 +51,10 @@ for (const embedded of [false, true]) {
     /** Syncs are applied from the bus: wait until the engine holds the destination as active. */
     const activeSoon = (merchantId: string, destinationId: string) =>
       until(async () => {
-        const { rows } = await harness.db.query<{ status: string }>(`SELECT status FROM webhooks.endpoints WHERE merchant_id = $1 AND id = $2`, [merchantId, destinationId]);
+        const { rows } = await harness.db.query<{ status: string }>(`SELECT status FROM webhooks.endpoints WHERE merchant_id = $1 AND id = $2`, [
+          merchantId,
+          destinationId,
+        ]);
         return rows[0]?.status === 'enabled' || undefined;
       }, `${destinationId} active`);
 
@@ -71,7 +74,10 @@ for (const embedded of [false, true]) {
 
       const [listed] = await destinationDeliveries(api, destination.id);
       const delivery = await api.deliveryWhen(listed.id, (d) => d.status === 'succeeded');
-      assert.deepEqual([delivery.destination_id, delivery.subscription_id, delivery.event_id, delivery.topic], [destination.id, null, routing.payload.id, 'orders.created']);
+      assert.deepEqual(
+        [delivery.destination_id, delivery.subscription_id, delivery.event_id, delivery.topic],
+        [destination.id, null, routing.payload.id, 'orders.created'],
+      );
       assert.equal(delivery.attempts.length, 1);
       assert.equal((await api.get(`/api/v1/events/${routing.payload.id}`)).status, 404, 'a routed record is not an event of the events API');
     });
@@ -189,11 +195,17 @@ for (const embedded of [false, true]) {
       }, 'both alerts');
       const byKind = Object.fromEntries(alerts.map((alert) => [alert.kind, alert]));
       assert.deepEqual([byKind.endpoint_disabled!.destination_id, byKind.endpoint_disabled!.subscription_id], [destination.id, null]);
-      assert.deepEqual([byKind.event_dead_lettered!.destination_id, byKind.event_dead_lettered!.subscription_id, byKind.event_dead_lettered!.delivery_id], [destination.id, null, dead.id]);
+      assert.deepEqual(
+        [byKind.event_dead_lettered!.destination_id, byKind.event_dead_lettered!.subscription_id, byKind.event_dead_lettered!.delivery_id],
+        [destination.id, null, dead.id],
+      );
       assert.equal(publishedOf(api.merchantId, 'webhooks.subscription_updated').length, 0, 'a destination is not a subscription');
 
       const letters = await api.get(`/api/v1/webhooks/dead-letters?destination_id=${destination.id}`);
-      assert.deepEqual(letters.body.data.map((l: any) => l.id), [dead.id]);
+      assert.deepEqual(
+        letters.body.data.map((l: any) => l.id),
+        [dead.id],
+      );
       const letter = letters.body.data[0];
       assert.deepEqual([letter.destination_id, letter.subscription_id], [destination.id, null]);
       assert.deepEqual(letter.payload, routing.payload);
@@ -226,7 +238,10 @@ for (const embedded of [false, true]) {
       assert.equal(disabled.data.object.reason, 'endpoint_failing');
       const alert = await until(() => publishedOf(api.merchantId, 'system_alerts.raised').find((e) => e.data.object.kind === 'endpoint_disabled'), 'the alert');
       assert.equal(alert.data.object.destination_id, destination.id);
-      assert.deepEqual((await api.get(`/api/v1/webhooks/dead-letters?destination_id=${destination.id}`)).body.data.map((l: any) => l.id), [dead.id]);
+      assert.deepEqual(
+        (await api.get(`/api/v1/webhooks/dead-letters?destination_id=${destination.id}`)).body.data.map((l: any) => l.id),
+        [dead.id],
+      );
 
       receiver.answerWith(() => ({ status: 200 }));
       await sync(api.merchantId, { ...destination, status: 'active', version: 2 });
@@ -250,7 +265,10 @@ for (const embedded of [false, true]) {
         await receiver.waitFor((r) => r.headers['webhook-id'] === routing.payload.id);
         await forSubscription.waitFor((r) => r.headers['webhook-id'] === event.id);
 
-        assert.deepEqual((await api.get('/api/v1/webhooks/subscriptions')).body.data.map((s: any) => s.id), [subscription.id]);
+        assert.deepEqual(
+          (await api.get('/api/v1/webhooks/subscriptions')).body.data.map((s: any) => s.id),
+          [subscription.id],
+        );
         assert.equal((await api.get(`/api/v1/webhooks/subscriptions/${destination.id}`)).status, 404);
         assert.equal((await api.patch(`/api/v1/webhooks/subscriptions/${destination.id}`, { status: 'disabled' })).status, 404);
         const [toDestination] = await destinationDeliveries(api, destination.id);
@@ -258,15 +276,27 @@ for (const embedded of [false, true]) {
         const [toSubscription] = await api.deliveriesOf(event.id);
         await api.deliveryWhen(toSubscription.id, (d) => d.status === 'succeeded');
         const stats = (await api.get(`/api/v1/webhooks/subscriptions/${subscription.id}/stats`)).body;
-        assert.deepEqual([stats.attempts, stats.deliveries.pending], [1, 0], 'only the subscription\'s own attempt counts');
+        assert.deepEqual([stats.attempts, stats.deliveries.pending], [1, 0], "only the subscription's own attempt counts");
 
         const ofSubscription = (await api.get(`/api/v1/webhooks/deliveries?subscription_id=${subscription.id}`)).body.data;
-        assert.deepEqual(ofSubscription.map((d: any) => d.event_id), [event.id]);
+        assert.deepEqual(
+          ofSubscription.map((d: any) => d.event_id),
+          [event.id],
+        );
         const ofDestination = (await api.get(`/api/v1/webhooks/deliveries?destination_id=${destination.id}`)).body.data;
-        assert.deepEqual(ofDestination.map((d: any) => [d.event_id, d.subscription_id]), [[routing.payload.id, null]]);
+        assert.deepEqual(
+          ofDestination.map((d: any) => [d.event_id, d.subscription_id]),
+          [[routing.payload.id, null]],
+        );
         assert.equal((await api.get('/api/v1/webhooks/deliveries?destination_id=wh_nope')).status, 422);
-        assert.ok(receiver.received.every((r) => r.headers['webhook-id'] === routing.payload.id), 'public events never reach a destination');
-        assert.ok(forSubscription.received.every((r) => r.headers['webhook-id'] !== routing.payload.id), 'routed records never reach a subscription');
+        assert.ok(
+          receiver.received.every((r) => r.headers['webhook-id'] === routing.payload.id),
+          'public events never reach a destination',
+        );
+        assert.ok(
+          forSubscription.received.every((r) => r.headers['webhook-id'] !== routing.payload.id),
+          'routed records never reach a subscription',
+        );
       } finally {
         await forSubscription.close();
       }
@@ -283,7 +313,7 @@ for (const embedded of [false, true]) {
       assert.equal(rows.length, 0);
     });
 
-    it('wipes one merchant\'s webhooks data on sandbox.reset, reports it, and leaves other merchants alone', async () => {
+    it("wipes one merchant's webhooks data on sandbox.reset, reports it, and leaves other merchants alone", async () => {
       const neighbour = await harness.merchant();
       const release: Array<() => void> = [];
       receiver.answerWith((request) =>
@@ -312,18 +342,25 @@ for (const embedded of [false, true]) {
 
       // As the merchants service publishes it: on behalf of the API key that asked.
       const reset = sandboxReset();
-      const resetEvent = { ...buildEvent('sandbox.reset', api.merchantId, { object: reset }), context: { request_id: newId('req'), actor: { type: 'api_key' as const, id: newId('key') } } };
+      const resetEvent = {
+        ...buildEvent('sandbox.reset', api.merchantId, { object: reset }),
+        context: { request_id: newId('req'), actor: { type: 'api_key' as const, id: newId('key') } },
+      };
       await harness.bus.publish([resetEvent]);
       harness.webhooks.relay.wake();
       const report = await until(() => publishedOf(api.merchantId, 'internal.sandbox_service_reset')[0], 'internal.sandbox_service_reset');
       assert.deepEqual(contract.validateEvent(report), []);
-      assert.deepEqual(report.context, resetEvent.context, 'the report answers the reset\'s request');
+      assert.deepEqual(report.context, resetEvent.context, "the report answers the reset's request");
       assert.deepEqual(
         { id: report.data.object.id, service: report.data.object.service, removed: report.data.object.removed, seeded: report.data.object.seeded },
         { id: reset.id, service: 'webhooks', removed: { subscriptions: 1, deliveries: 1, events: 2 }, seeded: {} },
       );
       // Destinations are the merchants service's: it removes each one it wipes, with its version.
-      assert.equal((await api.get(`/api/v1/webhooks/deliveries?destination_id=${ours.destination.id}`)).body.data.length, 2, 'the reset itself leaves destinations to their removal');
+      assert.equal(
+        (await api.get(`/api/v1/webhooks/deliveries?destination_id=${ours.destination.id}`)).body.data.length,
+        2,
+        'the reset itself leaves destinations to their removal',
+      );
       await harness.publish(api.merchantId, 'internal.destination_removed', { id: ours.destination.id, object: 'destination_endpoint', version: 2 });
       await api.listWhen('/api/v1/webhooks/deliveries', (items) => items.length === 0);
       release.forEach((resolve) => resolve());
@@ -331,7 +368,11 @@ for (const embedded of [false, true]) {
 
       assert.deepEqual((await api.get('/api/v1/webhooks/subscriptions')).body.data, []);
       assert.deepEqual((await api.get('/api/v1/webhooks/deliveries')).body.data, []);
-      assert.deepEqual((await api.get('/api/v1/events')).body.data.map((e: any) => e.id), [resetEvent.id], 'only the reset itself is left');
+      assert.deepEqual(
+        (await api.get('/api/v1/events')).body.data.map((e: any) => e.id),
+        [resetEvent.id],
+        'only the reset itself is left',
+      );
       assert.equal(publishedOf(neighbour.merchantId, 'internal.sandbox_service_reset').length, 0);
       assert.equal((await neighbour.get('/api/v1/webhooks/subscriptions')).body.data.length, 1);
       assert.equal((await neighbour.get(`/api/v1/webhooks/deliveries?destination_id=${theirs.destination.id}`)).body.data.length, 1);

@@ -72,7 +72,10 @@ export class WebhookReceiver {
       const result = condition(this.received);
       if (result) return result;
       const left = deadline - Date.now();
-      if (left <= 0) throw new Error(`receiver: ${what} did not arrive within ${timeoutMs} ms (received ${this.received.length}: ${this.received.map((r) => r.json?.topic).join(', ')})`);
+      if (left <= 0)
+        throw new Error(
+          `receiver: ${what} did not arrive within ${timeoutMs} ms (received ${this.received.length}: ${this.received.map((r) => r.json?.topic).join(', ')})`,
+        );
       await new Promise<void>((resolve) => {
         const timer = setTimeout(done, left);
         const waiters = this.waiters;

@@ -110,7 +110,13 @@ describe('webhook endpoints: what may be saved and where requests may go', funct
   });
 
   it('reports every field error of a bad body at once', async () => {
-    const response = await api.post('/api/v1/webhooks/subscriptions', { url: 'http://localhost/', topics: ['orders', 'nope.never', 7], description: 5, status: 'paused', secret: 'whsec_x' });
+    const response = await api.post('/api/v1/webhooks/subscriptions', {
+      url: 'http://localhost/',
+      topics: ['orders', 'nope.never', 7],
+      description: 5,
+      status: 'paused',
+      secret: 'whsec_x',
+    });
     assert.equal(response.status, 422);
     assert.deepEqual(response.body.errors.map((e: any) => `${e.field}:${e.code}`).sort(), [
       'description:invalid_type',
@@ -167,7 +173,13 @@ describe('a worker that stops mid-delivery', function () {
         [api.merchantId, deliveryId, event.id, subscription.id, claimedAt],
       );
       const delivery = await api.deliveryWhen(deliveryId, (d) => d.status === 'succeeded');
-      assert.deepEqual(delivery.attempts.map((a: any) => [a.number, a.error]), [[1, 'interrupted'], [2, null]]);
+      assert.deepEqual(
+        delivery.attempts.map((a: any) => [a.number, a.error]),
+        [
+          [1, 'interrupted'],
+          [2, null],
+        ],
+      );
       assert.equal(delivery.attempts[0].started_at, claimedAt.toISOString());
       assert.equal(receiver.forEvent(event.id).length, 2);
     } finally {

@@ -14,7 +14,10 @@ interface SecretColumns {
 
 /** What a copy of the database shows of an endpoint's secrets. */
 async function storedSecrets(harness: Harness, merchantId: string, id: string): Promise<SecretColumns> {
-  const { rows } = await harness.db.query<SecretColumns>('SELECT secret, previous_secret FROM webhooks.endpoints WHERE merchant_id = $1 AND id = $2', [merchantId, id]);
+  const { rows } = await harness.db.query<SecretColumns>('SELECT secret, previous_secret FROM webhooks.endpoints WHERE merchant_id = $1 AND id = $2', [
+    merchantId,
+    id,
+  ]);
   assert.ok(rows[0], `no row for ${id}`);
   return rows[0];
 }
@@ -45,7 +48,7 @@ describe('signing secrets sealed at rest (webhooks, PostgreSQL)', function () {
     await receiver.close();
   });
 
-  it('keeps a subscription\'s secret, and its previous one after a rotation, sealed in the table; deliveries still verify', async () => {
+  it("keeps a subscription's secret, and its previous one after a rotation, sealed in the table; deliveries still verify", async () => {
     const api = await harness.merchant();
     const subscription = await api.subscribe(receiver.url(), ['products']);
     assert.match(subscription.secret, /^whsec_/);
@@ -55,7 +58,9 @@ describe('signing secrets sealed at rest (webhooks, PostgreSQL)', function () {
     const rotated = (await api.post(`/api/v1/webhooks/subscriptions/${subscription.id}/rotate-secret`)).body;
     const after = await storedSecrets(harness, api.merchantId, subscription.id);
     for (const value of [after.secret, after.previous_secret!]) assert.ok(value.startsWith('sealed:v1:') && !value.includes('whsec_'), value);
-    const { rows } = await harness.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM webhooks.endpoints WHERE secret LIKE '%whsec_%' OR previous_secret LIKE '%whsec_%'`);
+    const { rows } = await harness.db.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM webhooks.endpoints WHERE secret LIKE '%whsec_%' OR previous_secret LIKE '%whsec_%'`,
+    );
     assert.equal(rows[0]!.n, 0, 'no plaintext secret anywhere in the table');
 
     const event = await harness.publish(api.merchantId, 'products.created');
@@ -98,7 +103,12 @@ describe('signing secrets sealed at rest (webhooks, PostgreSQL)', function () {
     const rotating = SecretKeyRing.combine(SecretKeyRing.parse(newEntry), testSecretKeys());
     await harness.stop();
     harness = await startHarness({ db: scratch.db, secretKeys: rotating });
-    api = new WebhooksClient(harness.url, api.merchantId, await harness.tokens.sign({ merchantId: api.merchantId, scope: ALL_SCOPES, mode: 'sandbox' }), contract);
+    api = new WebhooksClient(
+      harness.url,
+      api.merchantId,
+      await harness.tokens.sign({ merchantId: api.merchantId, scope: ALL_SCOPES, mode: 'sandbox' }),
+      contract,
+    );
     try {
       const fresh = await api.subscribe(receiver.url(), ['products']);
       assert.equal(sealedKeyId((await storedSecrets(harness, api.merchantId, fresh.id)).secret), rotating.activeKeyId, 'new rows seal under the new key');
@@ -127,9 +137,14 @@ describe('signing secrets sealed at rest (webhooks, PostgreSQL)', function () {
       assert.equal(await resealSecretColumns(harness.db, rotating, SEALED_ENDPOINT_SECRETS), 0, 'a second run has nothing to do');
       // Every row now opens with the new key alone: the old one can leave the configuration.
       const newOnly = SecretKeyRing.parse(newEntry);
-      const { rows: mine } = await harness.db.query<{ id: string; secret: string }>('SELECT id, secret FROM webhooks.endpoints WHERE merchant_id = $1', [api.merchantId]);
+      const { rows: mine } = await harness.db.query<{ id: string; secret: string }>('SELECT id, secret FROM webhooks.endpoints WHERE merchant_id = $1', [
+        api.merchantId,
+      ]);
       const bySubscription = new Map(mine.map((row) => [row.id, newOnly.open(row.secret, { merchantId: api.merchantId, recordId: row.id })]));
-      assert.deepEqual([old, legacy, fresh].map((s) => bySubscription.get(s.id)), [old.secret, legacy.secret, fresh.secret]);
+      assert.deepEqual(
+        [old, legacy, fresh].map((s) => bySubscription.get(s.id)),
+        [old.secret, legacy.secret, fresh.secret],
+      );
 
       const after = await harness.publish(api.merchantId, 'products.created');
       await receiver.waitUntil((all) => all.filter((r) => r.headers['webhook-id'] === after.id).length >= 3);

@@ -105,7 +105,10 @@ describe('OpenAPI document', () => {
       const label = operation.operationId;
       assert.ok(Array.isArray(operation.security), `${label} has no security entry`);
       const statuses = Object.keys(operation.responses);
-      assert.ok(statuses.some((status) => /^4\d\d$/.test(status) || status === 'default'), `${label} documents no errors`);
+      assert.ok(
+        statuses.some((status) => /^4\d\d$/.test(status) || status === 'default'),
+        `${label} documents no errors`,
+      );
       for (const requirement of operation.security) {
         for (const [scheme, scopes] of Object.entries(requirement)) {
           assert.ok(openApiDocument.components.securitySchemes[scheme], `${label}: unknown scheme ${scheme}`);
@@ -142,9 +145,7 @@ describe('OpenAPI document', () => {
         const resolved = ('$ref' in response ? resolvePointer(openApiDocument, response.$ref) : response) as ResponseObject;
         for (const mediaType of Object.keys(resolved.content ?? {})) {
           const concretePath = path.replace(/\{[^}]+\}/g, 'x');
-          assert.doesNotThrow(() =>
-            validator.validateResponse({ method, path: concretePath, status: Number(status), contentType: mediaType, body: {} }),
-          );
+          assert.doesNotThrow(() => validator.validateResponse({ method, path: concretePath, status: Number(status), contentType: mediaType, body: {} }));
         }
       }
     }
@@ -217,8 +218,14 @@ describe('validateResponse', () => {
       contentType: 'application/json',
       body: { ...withoutCurrency, merchant_id: 'mch_01jd3k7q8m2x4v6b9c0d1e2f3g' },
     });
-    assert.ok(problems.some((problem) => /required property 'currency'/.test(problem)), problems.join('\n'));
-    assert.ok(problems.some((problem) => /additional properties: merchant_id/.test(problem)), problems.join('\n'));
+    assert.ok(
+      problems.some((problem) => /required property 'currency'/.test(problem)),
+      problems.join('\n'),
+    );
+    assert.ok(
+      problems.some((problem) => /additional properties: merchant_id/.test(problem)),
+      problems.join('\n'),
+    );
   });
 
   it('rejects a status the operation does not document', () => {
@@ -355,16 +362,38 @@ describe('event catalogue and validateEvent', () => {
       received_at: '2026-11-22T10:00:01.000Z',
     };
     assert.deepEqual(validator.validateEvent(anEvent({ topic: 'orders.created', data: { object: order } })), []);
-    assert.match(validator.validateEvent(anEvent({ topic: 'orders.created', data: { object: { ...order, anything: true } } })).join('\n'), /additional properties/);
+    assert.match(
+      validator.validateEvent(anEvent({ topic: 'orders.created', data: { object: { ...order, anything: true } } })).join('\n'),
+      /additional properties/,
+    );
     const removed = { id: 'dst_01jd3k7q8m2x4v6b9c0d1e2f3g', object: 'destination_endpoint', version: 2 };
     assert.deepEqual(validator.validateEvent(anEvent({ topic: 'internal.destination_removed', data: { object: removed } })), []);
-    assert.match(validator.validateEvent(anEvent({ topic: 'internal.destination_removed', data: { object: { ...removed, version: 0 } } })).join('\n'), /version/);
-    assert.match(validator.validateEvent(anEvent({ topic: 'internal.nothing_like_it', data: { object: removed } })).join('\n'), /not an event of the catalogue/);
+    assert.match(
+      validator.validateEvent(anEvent({ topic: 'internal.destination_removed', data: { object: { ...removed, version: 0 } } })).join('\n'),
+      /version/,
+    );
+    assert.match(
+      validator.validateEvent(anEvent({ topic: 'internal.nothing_like_it', data: { object: removed } })).join('\n'),
+      /not an event of the catalogue/,
+    );
     // A destination's secret crosses the bus sealed; plaintext only from messages queued before sealing.
-    const synced = { id: 'dst_01jd3k7q8m2x4v6b9c0d1e2f3g', object: 'destination_endpoint', kind: 'webhook', url: 'https://erp.example.com/hook', status: 'active', version: 3 };
-    assert.deepEqual(validator.validateEvent(anEvent({ topic: 'internal.destination_synced', data: { object: { ...synced, secret: 'sealed:v1:k1:AbC-_09xyz' } } })), []);
+    const synced = {
+      id: 'dst_01jd3k7q8m2x4v6b9c0d1e2f3g',
+      object: 'destination_endpoint',
+      kind: 'webhook',
+      url: 'https://erp.example.com/hook',
+      status: 'active',
+      version: 3,
+    };
+    assert.deepEqual(
+      validator.validateEvent(anEvent({ topic: 'internal.destination_synced', data: { object: { ...synced, secret: 'sealed:v1:k1:AbC-_09xyz' } } })),
+      [],
+    );
     assert.deepEqual(validator.validateEvent(anEvent({ topic: 'internal.destination_synced', data: { object: { ...synced, secret: 'whsec_c2VjcmV0' } } })), []);
-    assert.match(validator.validateEvent(anEvent({ topic: 'internal.destination_synced', data: { object: { ...synced, secret: 'sealed:v2:k1:AAAA' } } })).join('\n'), /secret/);
+    assert.match(
+      validator.validateEvent(anEvent({ topic: 'internal.destination_synced', data: { object: { ...synced, secret: 'sealed:v2:k1:AAAA' } } })).join('\n'),
+      /secret/,
+    );
   });
 });
 

@@ -17,9 +17,7 @@ export const eventNames = [
   'merchants.updated',
   'merchants.standing_changed',
   'merchants.throttle_updated',
-  ...(['sources', 'destinations', 'rules', 'connections'] as const).flatMap(
-    (topic) => [`${topic}.created`, `${topic}.updated`, `${topic}.deleted`] as const,
-  ),
+  ...(['sources', 'destinations', 'rules', 'connections'] as const).flatMap((topic) => [`${topic}.created`, `${topic}.updated`, `${topic}.deleted`] as const),
   'auth.token_issued',
   'auth.denied',
   'api_keys.created',

@@ -39,7 +39,7 @@ export interface EventEnvelope<TObject = Record<string, unknown>> {
 const ingestedRecord = ingestedRecordSchema;
 
 export const appGrantSchema: JsonSchema = {
-  description: 'A merchant\'s grant to a third-party app, as it ended.',
+  description: "A merchant's grant to a third-party app, as it ended.",
   type: 'object',
   required: ['id', 'object', 'client_id', 'merchant_id', 'scopes', 'revoked_at'],
   additionalProperties: false,
@@ -118,7 +118,7 @@ export const eventCatalogue: ReadonlyArray<EventDefinition> = [
     name: 'system_alerts.raised',
     topic: 'system_alerts',
     description:
-      'Something needs the merchant\'s attention: an endpoint is failing, an event was dead-lettered, a source reported an error (an ingested `alert` record: `kind` is `source_error` and `record` is the record).',
+      "Something needs the merchant's attention: an endpoint is failing, an event was dead-lettered, a source reported an error (an ingested `alert` record: `kind` is `source_error` and `record` is the record).",
     dataObjectSchema: systemAlertSchema,
   },
   ...crudEvents('products', 'product', productSchema, true),
@@ -132,7 +132,7 @@ export const eventCatalogue: ReadonlyArray<EventDefinition> = [
     name: 'merchants.updated',
     topic: 'merchants',
     description:
-      'The merchant changed its profile (`name`, `default_currency`, `timezone`) with `PATCH /api/v1/merchant`; `object` is the merchant, `profile_version` counts profile changes, and `previous` holds the changed fields before the change. Published by the merchants service only; an operator\'s change of plan or status is `merchants.standing_changed`.',
+      "The merchant changed its profile (`name`, `default_currency`, `timezone`) with `PATCH /api/v1/merchant`; `object` is the merchant, `profile_version` counts profile changes, and `previous` holds the changed fields before the change. Published by the merchants service only; an operator's change of plan or status is `merchants.standing_changed`.",
     dataObjectSchema: merchantSchema,
     dataPreviousSchema: partialOf(merchantSchema),
   },
@@ -147,7 +147,7 @@ export const eventCatalogue: ReadonlyArray<EventDefinition> = [
   {
     name: 'merchants.throttle_updated',
     topic: 'merchants',
-    description: 'An operator changed the merchant\'s throttle numbers; every gateway replica applies `object.overrides` over the plan.',
+    description: "An operator changed the merchant's throttle numbers; every gateway replica applies `object.overrides` over the plan.",
     dataObjectSchema: throttleOverrideSchema,
   },
   ...crudEvents('sources', 'source', sourceSchema, true),
@@ -163,7 +163,7 @@ export const eventCatalogue: ReadonlyArray<EventDefinition> = [
   {
     name: 'auth.denied',
     topic: 'auth',
-    description: "A credential of the merchant was refused: a wrong API key secret, a revoked key, or a wrong owner password.",
+    description: 'A credential of the merchant was refused: a wrong API key secret, a revoked key, or a wrong owner password.',
     dataObjectSchema: authAttemptSchema,
   },
   { name: 'api_keys.created', topic: 'api_keys', description: 'An API key was created.', dataObjectSchema: apiKeySchema },
@@ -172,7 +172,7 @@ export const eventCatalogue: ReadonlyArray<EventDefinition> = [
     name: 'apps.grant_revoked',
     topic: 'apps',
     description:
-      'A merchant\'s grant to a third-party app ended (the merchant uninstalled it, or a refresh token or code was used twice): every token of that app for that merchant issued up to `revoked_at` is dead.',
+      "A merchant's grant to a third-party app ended (the merchant uninstalled it, or a refresh token or code was used twice): every token of that app for that merchant issued up to `revoked_at` is dead.",
     dataObjectSchema: appGrantSchema,
   },
   {
@@ -197,7 +197,7 @@ export const eventCatalogue: ReadonlyArray<EventDefinition> = [
   {
     name: 'webhooks.secret_rotated',
     topic: 'webhooks',
-    description: 'A webhook subscription\'s signing secret was rotated; the old one keeps signing for 24 h. `object` is the subscription, never the secret.',
+    description: "A webhook subscription's signing secret was rotated; the old one keeps signing for 24 h. `object` is the subscription, never the secret.",
     dataObjectSchema: webhookSubscriptionSchema,
   },
   {

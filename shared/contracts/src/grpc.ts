@@ -24,7 +24,14 @@ export const grpcServices = { catalog: ProductService, merchants: RecordService,
 export type GrpcOwner = keyof typeof grpcServices;
 
 /** Every .proto file of the contract, for server reflection. */
-export const grpcFiles: GenFile[] = [file_merx_v1_problems, file_merx_v1_products, file_merx_v1_records, file_merx_v1_events, file_google_rpc_status, file_google_rpc_error_details];
+export const grpcFiles: GenFile[] = [
+  file_merx_v1_problems,
+  file_merx_v1_products,
+  file_merx_v1_records,
+  file_merx_v1_events,
+  file_google_rpc_status,
+  file_google_rpc_error_details,
+];
 
 /** `/merx.v1.ProductService/UpsertProducts`: the HTTP/2 path of a method. */
 export const grpcPathOf = (method: DescMethod) => `/${method.parent.typeName}/${method.name}`;

@@ -34,7 +34,7 @@ const routedPayloadSchema: JsonSchema = {
   required: ['id', 'topic', 'merchant_id', 'created_at', 'api_version', 'data'],
   additionalProperties: false,
   properties: {
-    id: prefixedId('evt', 'The record\'s event: the webhook-id a destination deduplicates on.'),
+    id: prefixedId('evt', "The record's event: the webhook-id a destination deduplicates on."),
     topic: { type: 'string' },
     merchant_id: prefixedId('mch', 'The merchant.'),
     created_at: timestamp,
@@ -43,7 +43,7 @@ const routedPayloadSchema: JsonSchema = {
       type: 'object',
       required: ['object'],
       additionalProperties: false,
-      properties: { object: { type: 'object', description: 'The record after the connection\'s rules (transforms) applied.' } },
+      properties: { object: { type: 'object', description: "The record after the connection's rules (transforms) applied." } },
     },
   },
 };
@@ -52,7 +52,8 @@ export const internalEventCatalogue: ReadonlyArray<EventDefinition> = [
   {
     name: 'internal.destination_synced',
     topic: 'internal',
-    description: 'merchants → webhooks: a destination was created or changed; the delivery engine keeps this copy (secret included) as one of its endpoints. Older versions than the one held are ignored.',
+    description:
+      'merchants → webhooks: a destination was created or changed; the delivery engine keeps this copy (secret included) as one of its endpoints. Older versions than the one held are ignored.',
     dataObjectSchema: destinationEndpointSchema,
   },
   {
@@ -96,7 +97,7 @@ export const internalEventCatalogue: ReadonlyArray<EventDefinition> = [
         destination_id: prefixedId('dst', 'Where it goes.'),
         connection_id: prefixedId('con', 'The connection that routed it.'),
         record_id: prefixedId('rec', 'The record.'),
-        event_id: prefixedId('evt', 'The record\'s event.'),
+        event_id: prefixedId('evt', "The record's event."),
         payload: routedPayloadSchema,
       },
     },

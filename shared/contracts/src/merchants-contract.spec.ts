@@ -244,7 +244,7 @@ describe('merchants contract: the document', () => {
     assert.equal(documented.length, expected.length, documented.map((operation) => operation.operationId).join(', '));
   });
 
-  it('answers the merchant\'s operations with the statuses they can give', () => {
+  it("answers the merchant's operations with the statuses they can give", () => {
     assert.deepEqual(statuses('/api/v1/merchant', 'get'), withBase('200'));
     assert.deepEqual(statuses('/api/v1/merchant', 'patch'), withBase('200', '400', '412', '413', '415'));
   });
@@ -276,7 +276,12 @@ describe('merchants contract: the document', () => {
     assert.deepEqual(parameterNames('/api/v1/connections', 'get'), ['limit', 'cursor', 'source_id', 'destination_id', 'status']);
     assert.deepEqual(parameterNames('/api/v1/sources/{id}/records', 'get'), ['limit', 'cursor', 'type', 'external_id', 'since', 'until']);
     assert.deepEqual(queryParameter('/api/v1/rules', 'get', 'enabled')?.schema, { type: 'string', enum: ['true', 'false'] });
-    assert.deepEqual(queryParameter('/api/v1/rules', 'get', 'event_type')?.schema.enum, ['orders.created', 'reviews.submitted', 'campaign_spend.updated', 'system_alerts.raised']);
+    assert.deepEqual(queryParameter('/api/v1/rules', 'get', 'event_type')?.schema.enum, [
+      'orders.created',
+      'reviews.submitted',
+      'campaign_spend.updated',
+      'system_alerts.raised',
+    ]);
     assert.equal(queryParameter('/api/v1/connections', 'get', 'destination_id')?.schema.pattern, '^dst_[0-9a-z]{26}$');
     assert.deepEqual(queryParameter('/api/v1/sources', 'get', 'status')?.schema.enum, ['active', 'paused', 'disabled']);
   });
@@ -292,14 +297,19 @@ describe('merchants contract: the document', () => {
     assert.deepEqual(parameterNames('/api/v1/sandbox/reset', 'post'), ['Idempotency-Key']);
   });
 
-  it('names the request body component of every write, the reset\'s body optional', () => {
+  it("names the request body component of every write, the reset's body optional", () => {
     const body = (path: string, method: Method) => {
       const requestBody = openApiDocument.paths[path]![method]!.requestBody;
       return { required: requestBody?.required, schema: requestBody?.content['application/json']?.schema };
     };
     const named = (name: string, required = true) => ({ required, schema: { $ref: `#/components/schemas/${name}` } });
     assert.deepEqual(body('/api/v1/merchant', 'patch'), named('MerchantUpdate'));
-    for (const [collection, schema] of [['sources', 'Source'], ['destinations', 'Destination'], ['rules', 'Rule'], ['connections', 'Connection']] as const) {
+    for (const [collection, schema] of [
+      ['sources', 'Source'],
+      ['destinations', 'Destination'],
+      ['rules', 'Rule'],
+      ['connections', 'Connection'],
+    ] as const) {
       assert.deepEqual(body(`/api/v1/${collection}`, 'post'), named(`${schema}Create`), collection);
       assert.deepEqual(body(`/api/v1/${collection}/{id}`, 'patch'), named(`${schema}Update`), collection);
     }
@@ -309,13 +319,40 @@ describe('merchants contract: the document', () => {
 
   it('registers every wire schema of the merchants service as a component', () => {
     const names = [
-      'Merchant', 'MerchantUpdate',
-      'Source', 'SourceCreate', 'SourceUpdate', 'SourceList',
-      'Destination', 'DestinationWithSecret', 'DestinationCreate', 'DestinationUpdate', 'DestinationList',
-      'Rule', 'RuleCreate', 'RuleUpdate', 'RuleTransform', 'RuleList',
-      'Connection', 'ConnectionCreate', 'ConnectionUpdate', 'ConnectionList',
-      'Record', 'RecordRoute', 'RecordList', 'IngestedRecord', 'RecordInput', 'OrderRecordInput', 'ReviewRecordInput', 'CampaignSpendRecordInput', 'AlertRecordInput', 'RecordBatchRequest', 'RecordBatchResult', 'RecordResult',
-      'SandboxReset', 'SandboxResetRequest',
+      'Merchant',
+      'MerchantUpdate',
+      'Source',
+      'SourceCreate',
+      'SourceUpdate',
+      'SourceList',
+      'Destination',
+      'DestinationWithSecret',
+      'DestinationCreate',
+      'DestinationUpdate',
+      'DestinationList',
+      'Rule',
+      'RuleCreate',
+      'RuleUpdate',
+      'RuleTransform',
+      'RuleList',
+      'Connection',
+      'ConnectionCreate',
+      'ConnectionUpdate',
+      'ConnectionList',
+      'Record',
+      'RecordRoute',
+      'RecordList',
+      'IngestedRecord',
+      'RecordInput',
+      'OrderRecordInput',
+      'ReviewRecordInput',
+      'CampaignSpendRecordInput',
+      'AlertRecordInput',
+      'RecordBatchRequest',
+      'RecordBatchResult',
+      'RecordResult',
+      'SandboxReset',
+      'SandboxResetRequest',
     ];
     for (const name of names) assert.ok(openApiDocument.components.schemas[name], name);
   });
@@ -345,7 +382,10 @@ describe('merchants contract: responses', () => {
     assert.match(validator.validateResponse({ ...retrieved, headers: { 'X-Request-Id': requestId }, body: aMerchant() }).join('\n'), /header ETag is missing/);
     const readOnly = aProblem('validation_failed', { errors: [{ field: 'plan', code: 'read_only', message: 'plan is set by the operator' }] });
     assert.deepEqual(validator.validateResponse({ method: 'PATCH', path: '/api/v1/merchant', status: 422, ...problem, body: readOnly }), []);
-    assert.deepEqual(validator.validateResponse({ method: 'PATCH', path: '/api/v1/merchant', status: 412, ...problem, body: aProblem('precondition_failed') }), []);
+    assert.deepEqual(
+      validator.validateResponse({ method: 'PATCH', path: '/api/v1/merchant', status: 412, ...problem, body: aProblem('precondition_failed') }),
+      [],
+    );
   });
 
   it('accepts a created destination with its secret, ETag and Location', () => {
@@ -361,14 +401,17 @@ describe('merchants contract: responses', () => {
     assert.match(validator.validateResponse({ ...created, body: aDestination({ secret }), headers: etagHeaders }).join('\n'), /header Location is missing/);
   });
 
-  it('never shows a destination\'s secret outside its creation', () => {
+  it("never shows a destination's secret outside its creation", () => {
     const path = `/api/v1/destinations/${destinationId}`;
     const check = (method: string, where: string, body: unknown) => validator.validateResponse({ method, path: where, status: 200, ...json, body }).join('\n');
     assert.equal(check('GET', path, aDestination()), '');
     assert.equal(check('PATCH', path, aDestination({ status: 'disabled', disabled_reason: 'endpoint_gone' })), '');
     assert.match(check('GET', path, aDestination({ secret })), /additional properties: secret/);
     assert.match(check('PATCH', path, aDestination({ secret })), /additional properties: secret/);
-    assert.match(check('GET', '/api/v1/destinations?status=active', list([aDestination({ secret })])), /body\/data\/0 must NOT have additional properties: secret/);
+    assert.match(
+      check('GET', '/api/v1/destinations?status=active', list([aDestination({ secret })])),
+      /body\/data\/0 must NOT have additional properties: secret/,
+    );
     assert.match(validator.validateEvent(envelope('destinations.created', { object: aDestination({ secret }) })).join('\n'), /additional properties: secret/);
   });
 
@@ -380,15 +423,38 @@ describe('merchants contract: responses', () => {
     ];
     for (const [collection, resourceId, resource] of cases) {
       const headers = { ...etagHeaders, Location: `/api/v1/${collection}/${resourceId}` };
-      assert.deepEqual(validator.validateResponse({ method: 'POST', path: `/api/v1/${collection}`, status: 201, ...json, headers, body: resource }), [], collection);
-      assert.deepEqual(validator.validateResponse({ method: 'GET', path: `/api/v1/${collection}/${resourceId}`, status: 200, ...json, headers: etagHeaders, body: resource }), [], collection);
-      assert.deepEqual(validator.validateResponse({ method: 'PATCH', path: `/api/v1/${collection}/${resourceId}`, status: 200, ...json, headers: etagHeaders, body: resource }), [], collection);
-      assert.deepEqual(validator.validateResponse({ method: 'GET', path: `/api/v1/${collection}?limit=5`, status: 200, ...json, body: list([resource]) }), [], collection);
+      assert.deepEqual(
+        validator.validateResponse({ method: 'POST', path: `/api/v1/${collection}`, status: 201, ...json, headers, body: resource }),
+        [],
+        collection,
+      );
+      assert.deepEqual(
+        validator.validateResponse({ method: 'GET', path: `/api/v1/${collection}/${resourceId}`, status: 200, ...json, headers: etagHeaders, body: resource }),
+        [],
+        collection,
+      );
+      assert.deepEqual(
+        validator.validateResponse({
+          method: 'PATCH',
+          path: `/api/v1/${collection}/${resourceId}`,
+          status: 200,
+          ...json,
+          headers: etagHeaders,
+          body: resource,
+        }),
+        [],
+        collection,
+      );
+      assert.deepEqual(
+        validator.validateResponse({ method: 'GET', path: `/api/v1/${collection}?limit=5`, status: 200, ...json, body: list([resource]) }),
+        [],
+        collection,
+      );
       assert.deepEqual(validator.validateResponse({ method: 'DELETE', path: `/api/v1/${collection}/${resourceId}`, status: 204, body: '' }), [], collection);
     }
   });
 
-  it('rejects a connection with too many rules, repeated rules or another resource\'s id', () => {
+  it("rejects a connection with too many rules, repeated rules or another resource's id", () => {
     const path = `/api/v1/connections/${connectionId}`;
     const check = (body: unknown) => validator.validateResponse({ method: 'GET', path, status: 200, ...json, body }).join('\n');
     const ruleIds = Array.from({ length: 21 }, (_, index) => id('rul', `01jd3k7q8m2x4v6b9c0d1e2f${String(index).padStart(2, '0')}`));
@@ -402,7 +468,10 @@ describe('merchants contract: responses', () => {
   it('rejects a rule with an unknown transform operation, action or event type', () => {
     const path = `/api/v1/rules/${ruleId}`;
     const check = (body: unknown) => validator.validateResponse({ method: 'GET', path, status: 200, ...json, body }).join('\n');
-    assert.match(check(aRule({ action: 'transform', transform: { ...aTransform(), uppercase: ['name'] } })), /transform must NOT have additional properties: uppercase/);
+    assert.match(
+      check(aRule({ action: 'transform', transform: { ...aTransform(), uppercase: ['name'] } })),
+      /transform must NOT have additional properties: uppercase/,
+    );
     assert.match(check(aRule({ action: 'transform', transform: {} })), /transform must NOT have fewer than 1 properties/);
     assert.match(check(aRule({ action: 'route' })), /action must be equal to one of the allowed values/);
     assert.match(check(aRule({ event_types: ['products.created'] })), /event_types\/0 must be equal to one of the allowed values/);
@@ -413,12 +482,28 @@ describe('merchants contract: responses', () => {
     const results = [
       aResult(0),
       aResult(1, { status: 'duplicate' }),
-      aResult(2, { status: 'rejected', type: null, external_id: null, record_id: null, event_id: null, errors: [{ field: 'type', code: 'required', message: 'type is required' }] }),
+      aResult(2, {
+        status: 'rejected',
+        type: null,
+        external_id: null,
+        record_id: null,
+        event_id: null,
+        errors: [{ field: 'type', code: 'required', message: 'type is required' }],
+      }),
     ];
     assert.deepEqual(validator.validateResponse({ ...ingest, body: aBatchResult(results, { accepted: 1, duplicates: 1, rejected: 1 }) }), []);
-    assert.match(validator.validateResponse({ ...ingest, body: aBatchResult([aResult(0, { status: 'queued' })]) }).join('\n'), /results\/0\/status must be equal to one of the allowed values/);
-    assert.match(validator.validateResponse({ ...ingest, body: aBatchResult([aResult(0, { record_id: eventId })]) }).join('\n'), /results\/0\/record_id must match pattern/);
-    assert.match(validator.validateResponse({ ...ingest, status: 201, body: aBatchResult() }).join('\n'), /status 201 is not documented for sources\.records\.create/);
+    assert.match(
+      validator.validateResponse({ ...ingest, body: aBatchResult([aResult(0, { status: 'queued' })]) }).join('\n'),
+      /results\/0\/status must be equal to one of the allowed values/,
+    );
+    assert.match(
+      validator.validateResponse({ ...ingest, body: aBatchResult([aResult(0, { record_id: eventId })]) }).join('\n'),
+      /results\/0\/record_id must match pattern/,
+    );
+    assert.match(
+      validator.validateResponse({ ...ingest, status: 201, body: aBatchResult() }).join('\n'),
+      /status 201 is not documented for sources\.records\.create/,
+    );
   });
 
   it('answers refused record batches with problems', () => {
@@ -433,26 +518,45 @@ describe('merchants contract: responses', () => {
     assert.deepEqual(refused(422, aProblem('idempotency_key_reused')), []);
   });
 
-  it('lists a source\'s records with their event and routes', () => {
+  it("lists a source's records with their event and routes", () => {
     const listed = { method: 'GET', path: `/api/v1/sources/${sourceId}/records?type=order&since=${at}`, status: 200, ...json };
-    const records = [aRecord(), aRecord({ routes: [] }), aRecord({ routes: [aRoute({ outcome: 'filtered', rule_id: null, reason: 'no forward rule matched' })] })];
+    const records = [
+      aRecord(),
+      aRecord({ routes: [] }),
+      aRecord({ routes: [aRoute({ outcome: 'filtered', rule_id: null, reason: 'no forward rule matched' })] }),
+    ];
     assert.deepEqual(validator.validateResponse({ ...listed, body: list(records) }), []);
-    assert.match(validator.validateResponse({ ...listed, body: list([aRecord({ routes: [aRoute({ outcome: 'sent' })] })]) }).join('\n'), /routes\/0\/outcome must be equal to one of the allowed values/);
+    assert.match(
+      validator.validateResponse({ ...listed, body: list([aRecord({ routes: [aRoute({ outcome: 'sent' })] })]) }).join('\n'),
+      /routes\/0\/outcome must be equal to one of the allowed values/,
+    );
     assert.match(validator.validateResponse({ ...listed, body: list([anIngestedRecord()]) }).join('\n'), /required property 'event_id'/);
     assert.deepEqual(validator.validateResponse({ ...listed, status: 404, ...problem, body: aProblem('not_found') }), []);
   });
 
   it('answers a delete of a used source, destination or rule with 409 conflict', () => {
-    for (const [collection, resourceId] of [['sources', sourceId], ['destinations', destinationId], ['rules', ruleId]] as const) {
+    for (const [collection, resourceId] of [
+      ['sources', sourceId],
+      ['destinations', destinationId],
+      ['rules', ruleId],
+    ] as const) {
       const used = { method: 'DELETE', path: `/api/v1/${collection}/${resourceId}`, status: 409, ...problem };
-      assert.deepEqual(validator.validateResponse({ ...used, body: aProblem('conflict', { detail: `The ${collection.slice(0, -1)} is used by ${connectionId}.` }) }), [], collection);
-      assert.match(validator.validateResponse({ ...used, body: aProblem('idempotency_key_in_use') }).join('\n'), /code must be equal to one of the allowed values/, collection);
+      assert.deepEqual(
+        validator.validateResponse({ ...used, body: aProblem('conflict', { detail: `The ${collection.slice(0, -1)} is used by ${connectionId}.` }) }),
+        [],
+        collection,
+      );
+      assert.match(
+        validator.validateResponse({ ...used, body: aProblem('idempotency_key_in_use') }).join('\n'),
+        /code must be equal to one of the allowed values/,
+        collection,
+      );
     }
     const connection = { method: 'DELETE', path: `/api/v1/connections/${connectionId}`, status: 409, ...problem, body: aProblem('conflict') };
     assert.match(validator.validateResponse(connection).join('\n'), /status 409 is not documented for connections\.delete/);
   });
 
-  it('answers a connection naming another merchant\'s source with a 422', () => {
+  it("answers a connection naming another merchant's source with a 422", () => {
     const unknown = aProblem('validation_failed', { errors: [{ field: 'source_id', code: 'not_found', message: 'no such source' }] });
     assert.deepEqual(validator.validateResponse({ method: 'POST', path: '/api/v1/connections', status: 422, ...problem, body: unknown }), []);
     assert.deepEqual(validator.validateResponse({ method: 'PATCH', path: `/api/v1/connections/${connectionId}`, status: 422, ...problem, body: unknown }), []);
@@ -470,16 +574,33 @@ describe('merchants contract: responses', () => {
     assert.match(validator.validateResponse({ ...reset, headers: { 'X-Request-Id': requestId }, body: aReset() }).join('\n'), /header Location is missing/);
     const unknownService = aReset({ services: [aServicePart('catalog'), aServicePart('billing')] });
     assert.match(validator.validateResponse({ ...reset, body: unknownService }).join('\n'), /services\/1\/service must be equal to one of the allowed values/);
-    assert.deepEqual(validator.validateResponse({ ...reset, status: 409, ...problem, headers: undefined, body: aProblem('conflict', { detail: 'Only sandbox merchants can be reset.' }) }), []);
+    assert.deepEqual(
+      validator.validateResponse({
+        ...reset,
+        status: 409,
+        ...problem,
+        headers: undefined,
+        body: aProblem('conflict', { detail: 'Only sandbox merchants can be reset.' }),
+      }),
+      [],
+    );
     const completed = aReset({
       status: 'completed',
       completed_at: later,
-      services: ['catalog', 'merchants', 'webhooks'].map((service) => aServicePart(service, { status: 'completed', removed: { things: 2 }, seeded: { things: 1 }, completed_at: later })),
+      services: ['catalog', 'merchants', 'webhooks'].map((service) =>
+        aServicePart(service, { status: 'completed', removed: { things: 2 }, seeded: { things: 1 }, completed_at: later }),
+      ),
     });
     const retrieved = { method: 'GET', path: `/api/v1/sandbox/resets/${resetId}`, status: 200, ...json };
     assert.deepEqual(validator.validateResponse({ ...retrieved, body: completed }), []);
-    assert.match(validator.validateResponse({ ...retrieved, body: aReset({ status: 'failed' }) }).join('\n'), /body\/status must be equal to one of the allowed values/);
-    assert.match(validator.validateResponse({ ...retrieved, body: aReset({ services: [aServicePart('catalog', { removed: { products: -1 } })] }) }).join('\n'), /removed\/products must be >= 0/);
+    assert.match(
+      validator.validateResponse({ ...retrieved, body: aReset({ status: 'failed' }) }).join('\n'),
+      /body\/status must be equal to one of the allowed values/,
+    );
+    assert.match(
+      validator.validateResponse({ ...retrieved, body: aReset({ services: [aServicePart('catalog', { removed: { products: -1 } })] }) }).join('\n'),
+      /removed\/products must be >= 0/,
+    );
   });
 });
 
@@ -490,7 +611,8 @@ describe('merchants contract: request bodies and components', () => {
   it('checks a merchant patch body: settings only, at least one', () => {
     assert.equal(errorsOf('MerchantUpdate', { name: 'Acme', default_currency: 'JPY', timezone: 'Asia/Tokyo' }), '');
     assert.match(errorsOf('MerchantUpdate', {}), /must NOT have fewer than 1 properties/);
-    for (const field of ['mode', 'plan', 'status']) assert.match(errorsOf('MerchantUpdate', { [field]: 'live' }), new RegExp(`additional properties: ${field}`));
+    for (const field of ['mode', 'plan', 'status'])
+      assert.match(errorsOf('MerchantUpdate', { [field]: 'live' }), new RegExp(`additional properties: ${field}`));
     assert.match(errorsOf('MerchantUpdate', { default_currency: 'eur' }), /default_currency must match pattern/);
   });
 
@@ -506,7 +628,10 @@ describe('merchants contract: request bodies and components', () => {
   it('checks destination bodies: no secret, no disabled on create', () => {
     assert.equal(errorsOf('DestinationCreate', { name: 'ERP', url: 'https://erp.example.com/import' }), '');
     assert.equal(errorsOf('DestinationCreate', { name: 'ERP', url: 'https://erp.example.com/import', kind: 'http', status: 'paused' }), '');
-    assert.match(errorsOf('DestinationCreate', { name: 'ERP', url: 'https://erp.example.com/import', status: 'disabled' }), /status must be equal to one of the allowed values/);
+    assert.match(
+      errorsOf('DestinationCreate', { name: 'ERP', url: 'https://erp.example.com/import', status: 'disabled' }),
+      /status must be equal to one of the allowed values/,
+    );
     assert.match(errorsOf('DestinationCreate', { name: 'ERP', url: 'ftp://erp.example.com' }), /url must match pattern/);
     assert.match(errorsOf('DestinationCreate', { name: 'ERP', url: 'https://erp.example.com/import', secret }), /additional properties: secret/);
     assert.equal(errorsOf('DestinationUpdate', { status: 'active' }), '');
@@ -528,10 +653,23 @@ describe('merchants contract: request bodies and components', () => {
 
   it('checks connection bodies', () => {
     assert.equal(errorsOf('ConnectionCreate', { source_id: sourceId, destination_id: destinationId }), '');
-    assert.equal(errorsOf('ConnectionCreate', { name: 'Orders', source_id: sourceId, destination_id: destinationId, rule_ids: [ruleId], event_types: ['orders.created'], status: 'paused' }), '');
+    assert.equal(
+      errorsOf('ConnectionCreate', {
+        name: 'Orders',
+        source_id: sourceId,
+        destination_id: destinationId,
+        rule_ids: [ruleId],
+        event_types: ['orders.created'],
+        status: 'paused',
+      }),
+      '',
+    );
     assert.match(errorsOf('ConnectionCreate', { source_id: sourceId }), /required property 'destination_id'/);
     const tooMany = Array.from({ length: 21 }, (_, index) => id('rul', `01jd3k7q8m2x4v6b9c0d1e2f${String(index).padStart(2, '0')}`));
-    assert.match(errorsOf('ConnectionCreate', { source_id: sourceId, destination_id: destinationId, rule_ids: tooMany }), /rule_ids must NOT have more than 20 items/);
+    assert.match(
+      errorsOf('ConnectionCreate', { source_id: sourceId, destination_id: destinationId, rule_ids: tooMany }),
+      /rule_ids must NOT have more than 20 items/,
+    );
     assert.equal(errorsOf('ConnectionUpdate', { rule_ids: [] }), '');
     assert.match(errorsOf('ConnectionUpdate', { source_id: sourceId }), /additional properties: source_id/);
   });
@@ -546,7 +684,10 @@ describe('merchants contract: request bodies and components', () => {
     assert.match(errorsOf('RecordBatchRequest', { records: {} }), /records must be array/);
     assert.match(errorsOf('RecordBatchRequest', [record]), /must be object/);
     assert.equal(errorsOf('RecordInput', record), '');
-    assert.equal(errorsOf('RecordInput', { ...record, occurred_at: '2026-11-22T11:00:00.123456+01:00', data: { total: 1.5, currency: 'EUR', own_field: [1] } }), '');
+    assert.equal(
+      errorsOf('RecordInput', { ...record, occurred_at: '2026-11-22T11:00:00.123456+01:00', data: { total: 1.5, currency: 'EUR', own_field: [1] } }),
+      '',
+    );
     assert.match(errorsOf('RecordInput', { ...record, type: 'refund' }), /must match exactly one schema in oneOf/);
     assert.match(errorsOf('RecordInput', { ...record, occurred_at: '2026-11-22' }), /occurred_at must match/);
     assert.match(errorsOf('RecordInput', { ...record, data: { total: '120.00' } }), /data\/total must be number/);

@@ -15,7 +15,9 @@ import {
 const methods = ['get', 'post', 'put', 'patch', 'delete'] as const;
 
 function operationsOf(items: Record<string, PathItem>): Array<{ where: string; item: PathItem; operation: OperationObject }> {
-  return Object.entries(items).flatMap(([where, item]) => methods.flatMap((method) => (item[method] ? [{ where: `${method.toUpperCase()} ${where}`, item, operation: item[method] }] : [])));
+  return Object.entries(items).flatMap(([where, item]) =>
+    methods.flatMap((method) => (item[method] ? [{ where: `${method.toUpperCase()} ${where}`, item, operation: item[method] }] : [])),
+  );
 }
 
 /** Every `#/components/<kind>/<name>` the document mentions outside that component's own definition. */
@@ -56,7 +58,9 @@ describe('OpenAPI document hygiene', () => {
       for (const name of Object.keys(entries as object)) if (!referenced.has(`#/components/${kind}/${name}`)) unused.push(`${kind}/${name}`);
     }
     assert.deepEqual(unused, []);
-    const schemes = new Set(operationsOf(openApiDocument.paths).flatMap(({ operation }) => operation.security.flatMap((requirement) => Object.keys(requirement))));
+    const schemes = new Set(
+      operationsOf(openApiDocument.paths).flatMap(({ operation }) => operation.security.flatMap((requirement) => Object.keys(requirement))),
+    );
     assert.deepEqual([...schemes].sort(), Object.keys(openApiDocument.components.securitySchemes).sort());
   });
 
@@ -88,7 +92,8 @@ describe('OpenAPI document hygiene', () => {
         }
       }
       for (const parameter of (operation.parameters ?? []).map((item) => resolveReference<ParameterObject>(openApiDocument, item))) {
-        if (parameter.example !== undefined) assert.deepEqual(validateAgainst(validator, parameter.schema, parameter.example), [], `${operation.operationId} ${parameter.name}`);
+        if (parameter.example !== undefined)
+          assert.deepEqual(validateAgainst(validator, parameter.schema, parameter.example), [], `${operation.operationId} ${parameter.name}`);
       }
     }
     assert.ok(responseExamples > 0, 'some responses carry examples');
@@ -106,21 +111,28 @@ describe('OpenAPI document hygiene', () => {
       const operation = openApiDocument.webhooks[event.name]!.post!;
       const schema = operation.requestBody!.content['application/json']!.schema as { $ref: string };
       assert.equal(schema.$ref, `#/components/schemas/${eventComponentName(event.name)}`);
-      const payload = openApiDocument.components.schemas[eventComponentName(event.name)] as JsonSchema & { properties: Record<string, JsonSchema>; required: string[] };
+      const payload = openApiDocument.components.schemas[eventComponentName(event.name)] as JsonSchema & {
+        properties: Record<string, JsonSchema>;
+        required: string[];
+      };
       assert.deepEqual(payload.required, ['id', 'topic', 'merchant_id', 'created_at', 'api_version', 'data', 'hmac_sha256']);
       assert.deepEqual(payload.properties.topic, { const: event.name, description: 'The event name.' });
       const data = payload.properties.data as { properties: Record<string, unknown> };
       assert.equal('previous' in data.properties, event.dataPreviousSchema !== undefined, `${event.name} previous`);
       const headers = (operation.parameters ?? []).map((item) => resolveReference<ParameterObject>(openApiDocument, item));
-      assert.deepEqual(headers.map((header) => `${header.in}:${header.name}:${header.required}`), ['header:webhook-id:true', 'header:webhook-timestamp:true', 'header:webhook-signature:true']);
+      assert.deepEqual(
+        headers.map((header) => `${header.in}:${header.name}:${header.required}`),
+        ['header:webhook-id:true', 'header:webhook-timestamp:true', 'header:webhook-signature:true'],
+      );
       assert.ok(operation.responses['2XX'] && operation.responses['410'], `${event.name} responses`);
     }
     assert.equal(eventComponentName('webhooks.subscription_created'), 'WebhooksSubscriptionCreatedEvent');
     assert.equal(eventComponentName('campaign_spend.updated'), 'CampaignSpendUpdatedEvent');
   });
 
-  it('refers to the catalogue\'s own schemas from the payloads instead of copying them', () => {
-    const object = (name: string) => ((openApiDocument.components.schemas[name] as { properties: { data: { properties: { object: unknown } } } }).properties.data.properties.object);
+  it("refers to the catalogue's own schemas from the payloads instead of copying them", () => {
+    const object = (name: string) =>
+      (openApiDocument.components.schemas[name] as { properties: { data: { properties: { object: unknown } } } }).properties.data.properties.object;
     assert.deepEqual(object('ProductsCreatedEvent'), { $ref: '#/components/schemas/Product' });
     assert.deepEqual(object('OrdersCreatedEvent'), { $ref: '#/components/schemas/IngestedRecord' });
     assert.deepEqual(object('AuthDeniedEvent'), { $ref: '#/components/schemas/AuthAttempt' });

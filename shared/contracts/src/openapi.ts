@@ -220,28 +220,28 @@ export const openApiDocument: OpenApiDocument = {
     {
       name: 'merchant',
       description:
-        'The merchant the access token belongs to: its name, default currency and time zone, which it may change (`merchants.updated`). `mode`, `plan` and `status` are the operator\'s; a PATCH naming them is a 422 `read_only`.',
+        "The merchant the access token belongs to: its name, default currency and time zone, which it may change (`merchants.updated`). `mode`, `plan` and `status` are the operator's; a PATCH naming them is a 422 `read_only`.",
     },
-    { name: 'products', description: 'The merchant\'s catalogue.' },
+    { name: 'products', description: "The merchant's catalogue." },
     {
       name: 'sources',
       description:
-        'Where commerce data comes from: a storefront, a marketplace, a POS, a review or ads platform, or anything custom. An `active` source ingests batches of up to 500 records (`POST /api/v1/sources/{id}/records`); each record is accepted once per source, type and external id, emits its event (`orders.created`, `reviews.submitted`, `campaign_spend.updated`, or `system_alerts.raised` for an `alert`) and is routed by the source\'s connections. A `paused` or `disabled` source refuses records (409).',
+        "Where commerce data comes from: a storefront, a marketplace, a POS, a review or ads platform, or anything custom. An `active` source ingests batches of up to 500 records (`POST /api/v1/sources/{id}/records`); each record is accepted once per source, type and external id, emits its event (`orders.created`, `reviews.submitted`, `campaign_spend.updated`, or `system_alerts.raised` for an `alert`) and is routed by the source's connections. A `paused` or `disabled` source refuses records (409).",
     },
     {
       name: 'destinations',
       description:
-        'Where routed records go. Destinations are signed and delivered by the same engine as webhook subscriptions: Standard Webhooks headers (`webhook-id` = the record\'s event id), the same retries for 72 h, dead letters and replays, and a 410 Gone or an endpoint failing for too long disables the destination (`disabled_reason`, `system_alerts.raised`). A `webhook` destination receives the Merx event envelope with `hmac_sha256`, as a subscriber does; an `http` destination receives the routed record alone as the JSON body. Deliveries to a `paused` or `disabled` destination wait and go out when it is `active` again. Its deliveries and dead letters are listed under `/api/v1/webhooks/deliveries?destination_id=dst_...` and `/api/v1/webhooks/dead-letters?destination_id=dst_...`. The signing secret is shown once, when the destination is created.',
+        "Where routed records go. Destinations are signed and delivered by the same engine as webhook subscriptions: Standard Webhooks headers (`webhook-id` = the record's event id), the same retries for 72 h, dead letters and replays, and a 410 Gone or an endpoint failing for too long disables the destination (`disabled_reason`, `system_alerts.raised`). A `webhook` destination receives the Merx event envelope with `hmac_sha256`, as a subscriber does; an `http` destination receives the routed record alone as the JSON body. Deliveries to a `paused` or `disabled` destination wait and go out when it is `active` again. Its deliveries and dead letters are listed under `/api/v1/webhooks/deliveries?destination_id=dst_...` and `/api/v1/webhooks/dead-letters?destination_id=dst_...`. The signing secret is shown once, when the destination is created.",
     },
     {
       name: 'rules',
       description:
-        'A condition and an action on records. The condition is a CEL expression of type bool over `type`, `external_id`, `occurred_at` (a timestamp), `source_id` and `data` (the record\'s own data), checked when saved (422 `invalid_expression` on `condition`) and evaluated within time and size bounds. Actions: `forward` routes the record now; `drop` stops it (outcome `dropped`); `transform` rewrites its `data` (keep, then remove, then rename, then set) and goes on to the next rule. A connection applies its rules in order, skipping disabled rules, rules whose `event_types` exclude the record\'s event, and rules whose condition is false or fails at run time (a missing key, say). At the end of the list the record is routed, unless the connection has an enabled `forward` rule for that event type, in which case no forward rule matched and it is `filtered`.',
+        "A condition and an action on records. The condition is a CEL expression of type bool over `type`, `external_id`, `occurred_at` (a timestamp), `source_id` and `data` (the record's own data), checked when saved (422 `invalid_expression` on `condition`) and evaluated within time and size bounds. Actions: `forward` routes the record now; `drop` stops it (outcome `dropped`); `transform` rewrites its `data` (keep, then remove, then rename, then set) and goes on to the next rule. A connection applies its rules in order, skipping disabled rules, rules whose `event_types` exclude the record's event, and rules whose condition is false or fails at run time (a missing key, say). At the end of the list the record is routed, unless the connection has an enabled `forward` rule for that event type, in which case no forward rule matched and it is `filtered`.",
     },
     {
       name: 'connections',
       description:
-        'A source routed to a destination through an ordered list of at most 20 rules, for some or all record event types. Only `active` connections route; what each connection did with a record (`routed`, `dropped`, `filtered`) is in the record\'s `routes`. A connection names only the merchant\'s own source, destination and rules (422 otherwise), and a source, destination or rule a connection uses cannot be deleted (409).',
+        "A source routed to a destination through an ordered list of at most 20 rules, for some or all record event types. Only `active` connections route; what each connection did with a record (`routed`, `dropped`, `filtered`) is in the record's `routes`. A connection names only the merchant's own source, destination and rules (422 otherwise), and a source, destination or rule a connection uses cannot be deleted (409).",
     },
     {
       name: 'webhooks',
@@ -249,20 +249,37 @@ export const openApiDocument: OpenApiDocument = {
         'Subscriptions that POST the merchant\'s events to a URL, signed two ways: Standard Webhooks headers (`webhook-id` = the event id, `webhook-timestamp`, `webhook-signature: v1,<base64 HMAC-SHA256 of "{id}.{timestamp}.{body}">`, two entries while a rotated secret overlaps), so any Standard Webhooks library verifies them; and `hmac_sha256` in the body, the hex HMAC-SHA256 of the RFC 8785 canonical JSON of the other fields, with the same key. A 2xx within 15 s is success; failures are retried with exponential backoff for 72 h, then the delivery is a dead letter until replayed. Deliveries, their attempts and dead letters are listed here.',
     },
     { name: 'events', description: 'Every state change of the merchant, kept for 30 days, in the shape webhooks deliver it (without `hmac_sha256`).' },
-    { name: 'audit', description: 'The merchant\'s append-only, hash-chained audit log.' },
-    { name: 'api_keys', description: 'The merchant\'s API keys: create with a subset of scopes, list, revoke.' },
+    { name: 'audit', description: "The merchant's append-only, hash-chained audit log." },
+    { name: 'api_keys', description: "The merchant's API keys: create with a subset of scopes, list, revoke." },
     { name: 'apps', description: 'Third-party apps: registered by operators, installed by merchants on the consent page.' },
     {
       name: 'sandbox',
       description:
-        'Resets a sandbox merchant: every service erases the merchant\'s data (products; sources, destinations, rules, connections and records; webhook subscriptions, deliveries and events) and, on request, seeds a small fixture set. API keys and the audit log stay. The reset runs in the background: `sandbox.reset` when it starts, `sandbox.reset_completed` when every service has reported. Live merchants cannot reset (409).',
+        "Resets a sandbox merchant: every service erases the merchant's data (products; sources, destinations, rules, connections and records; webhook subscriptions, deliveries and events) and, on request, seeds a small fixture set. API keys and the audit log stay. The reset runs in the background: `sandbox.reset` when it starts, `sandbox.reset_completed` when every service has reported. Live merchants cannot reset (409).",
     },
     { name: 'oauth', description: 'Access tokens for API keys and the keys that sign them.' },
     { name: 'merchants', description: 'Tenants; provisioned by operators.' },
     { name: 'meta', description: 'This document.' },
     { name: 'ops', description: 'Health, readiness and metrics of every service and the gateway.' },
   ],
-  paths: withRequestExamples({ ...productPaths, ...merchantsServicePaths, ...apiKeyPaths, ...auditPaths, ...webhookPaths, ...metaPaths, ...oauthPaths, ...adminPaths, ...appAdminPaths, ...installedAppPaths, ...throttleAdminPaths, ...busAdminPaths, ...opsPaths }, requestExamples),
+  paths: withRequestExamples(
+    {
+      ...productPaths,
+      ...merchantsServicePaths,
+      ...apiKeyPaths,
+      ...auditPaths,
+      ...webhookPaths,
+      ...metaPaths,
+      ...oauthPaths,
+      ...adminPaths,
+      ...appAdminPaths,
+      ...installedAppPaths,
+      ...throttleAdminPaths,
+      ...busAdminPaths,
+      ...opsPaths,
+    },
+    requestExamples,
+  ),
   webhooks: eventPayloads.webhooks,
   components: {
     schemas: { ...resourceSchemas, ...eventPayloads.schemas },

@@ -1,13 +1,5 @@
 import assert from 'node:assert/strict';
-import {
-  createContractValidator,
-  eventTopics,
-  openApiDocument,
-  resolvePointer,
-  type OperationObject,
-  type ParameterObject,
-  type Reference,
-} from './index.js';
+import { createContractValidator, eventTopics, openApiDocument, resolvePointer, type OperationObject, type ParameterObject, type Reference } from './index.js';
 
 const id = (prefix: string, tail = '01jd3k7q8m2x4v6b9c0d1e2f3g') => `${prefix}_${tail}`;
 const at = '2026-11-22T10:04:05.123Z';
@@ -190,9 +182,9 @@ describe('webhooks contract: the document', () => {
   it('answers each operation with the statuses it can give', () => {
     const statuses = (path: string, method: 'get' | 'post' | 'patch' | 'delete') => Object.keys(openApiDocument.paths[path]![method]!.responses);
     // Every bearer operation may answer 422: a query parameter it does not declare is refused.
-// And 400: a path not in canonical form is refused at the edge, whatever the operation.
-const base = ['400', '401', '403', '422', '429', '500', '503'];
-const withBase = (...codes: string[]) => [...new Set([...codes, ...base])].sort();
+    // And 400: a path not in canonical form is refused at the edge, whatever the operation.
+    const base = ['400', '401', '403', '422', '429', '500', '503'];
+    const withBase = (...codes: string[]) => [...new Set([...codes, ...base])].sort();
     const subscriptions = '/api/v1/webhooks/subscriptions';
     assert.deepEqual(statuses(subscriptions, 'post'), withBase('201', '400', '409', '413', '415'));
     assert.deepEqual(statuses(`${subscriptions}/{id}`, 'patch'), withBase('200', '400', '404', '412', '413', '415'));
@@ -211,8 +203,26 @@ const withBase = (...codes: string[]) => [...new Set([...codes, ...base])].sort(
       );
     };
     assert.deepEqual(parameterNames('/api/v1/webhooks/subscriptions', 'get'), ['limit', 'cursor', 'status']);
-    assert.deepEqual(parameterNames('/api/v1/webhooks/deliveries', 'get'), ['limit', 'cursor', 'subscription_id', 'destination_id', 'event_id', 'topic', 'status', 'since', 'until']);
-    assert.deepEqual(parameterNames('/api/v1/webhooks/dead-letters', 'get'), ['limit', 'cursor', 'subscription_id', 'destination_id', 'topic', 'since', 'until']);
+    assert.deepEqual(parameterNames('/api/v1/webhooks/deliveries', 'get'), [
+      'limit',
+      'cursor',
+      'subscription_id',
+      'destination_id',
+      'event_id',
+      'topic',
+      'status',
+      'since',
+      'until',
+    ]);
+    assert.deepEqual(parameterNames('/api/v1/webhooks/dead-letters', 'get'), [
+      'limit',
+      'cursor',
+      'subscription_id',
+      'destination_id',
+      'topic',
+      'since',
+      'until',
+    ]);
     assert.deepEqual(parameterNames('/api/v1/events', 'get'), ['limit', 'cursor', 'topic', 'since', 'until']);
     assert.deepEqual(parameterNames('/api/v1/webhooks/subscriptions', 'post'), ['Idempotency-Key']);
     assert.deepEqual(parameterNames('/api/v1/webhooks/subscriptions/{id}', 'patch'), ['If-Match']);
@@ -252,7 +262,9 @@ describe('webhooks contract: responses', () => {
       /additional properties: secret/,
     );
     assert.match(
-      validator.validateResponse({ method: 'GET', path: '/api/v1/webhooks/subscriptions', status: 200, ...json, body: list([aSubscription({ secret })]) }).join('\n'),
+      validator
+        .validateResponse({ method: 'GET', path: '/api/v1/webhooks/subscriptions', status: 200, ...json, body: list([aSubscription({ secret })]) })
+        .join('\n'),
       /additional properties: secret/,
     );
     const rotated = aSubscription({ secret, secret_rotated_at: later, previous_secret_expires_at: '2026-11-23T10:05:06.456Z', version: 2 });
@@ -270,7 +282,9 @@ describe('webhooks contract: responses', () => {
   });
 
   it('accepts a delivery with its attempts only on the single GET', () => {
-    const withAttempts = aDelivery({ attempts: [anAttempt(1, { status_code: null, error: 'timeout', error_message: 'no answer within 15 s', response_excerpt: null }), anAttempt(2)] });
+    const withAttempts = aDelivery({
+      attempts: [anAttempt(1, { status_code: null, error: 'timeout', error_message: 'no answer within 15 s', response_excerpt: null }), anAttempt(2)],
+    });
     const single = { method: 'GET', path: `/api/v1/webhooks/deliveries/${deliveryId}`, status: 200, ...json };
     assert.deepEqual(validator.validateResponse({ ...single, body: withAttempts }), []);
     assert.match(validator.validateResponse({ ...single, body: aDelivery() }).join('\n'), /required property 'attempts'/);
@@ -285,7 +299,10 @@ describe('webhooks contract: responses', () => {
     assert.match(check(aDelivery({ status: 'retrying', attempts: [] })), /body\/status must be equal to one of the allowed values/);
     assert.match(check(aDelivery({ last_error: 'teapot', attempts: [] })), /body\/last_error must be equal to one of the allowed values/);
     assert.match(check(aDelivery({ attempts: [anAttempt(0)] })), /attempts\/0\/number must be >= 1/);
-    assert.match(check(aDelivery({ attempts: [anAttempt(1, { response_excerpt: 'x'.repeat(4097) })] })), /response_excerpt must NOT have more than 4096 characters/);
+    assert.match(
+      check(aDelivery({ attempts: [anAttempt(1, { response_excerpt: 'x'.repeat(4097) })] })),
+      /response_excerpt must NOT have more than 4096 characters/,
+    );
   });
 
   it('accepts a dead letter with the payload as sent, and refuses one carrying hmac_sha256', () => {
@@ -299,7 +316,14 @@ describe('webhooks contract: responses', () => {
   });
 
   it('answers a single replay with the new delivery and its Location, a bulk replay with 202', () => {
-    const replay = aDelivery({ id: id('del', '01jd3k7q8m2x4v6b9c0d1e2zzz'), status: 'pending', attempt_count: 0, last_error: null, next_attempt_at: at, replay_of: deliveryId });
+    const replay = aDelivery({
+      id: id('del', '01jd3k7q8m2x4v6b9c0d1e2zzz'),
+      status: 'pending',
+      attempt_count: 0,
+      last_error: null,
+      next_attempt_at: at,
+      replay_of: deliveryId,
+    });
     const single = {
       method: 'POST',
       path: `/api/v1/webhooks/dead-letters/${deliveryId}/replay`,
@@ -309,7 +333,10 @@ describe('webhooks contract: responses', () => {
     };
     assert.deepEqual(validator.validateResponse({ ...single, body: replay }), []);
     const bulk = { method: 'POST', path: '/api/v1/webhooks/dead-letters/replay', status: 202, ...json };
-    assert.deepEqual(validator.validateResponse({ ...bulk, body: { object: 'dead_letter_replay', replayed: 1, delivery_ids: [replay.id], has_more: false } }), []);
+    assert.deepEqual(
+      validator.validateResponse({ ...bulk, body: { object: 'dead_letter_replay', replayed: 1, delivery_ids: [replay.id], has_more: false } }),
+      [],
+    );
     assert.match(
       validator.validateResponse({ ...bulk, body: { object: 'dead_letter_replay', replayed: 1, delivery_ids: ['wh_1'], has_more: false } }).join('\n'),
       /delivery_ids\/0 must match pattern/,
@@ -361,7 +388,10 @@ describe('webhooks contract: request bodies and components', () => {
   it('checks a subscription patch body: every field optional, a bad status enum refused', () => {
     assert.deepEqual(validator.validateComponent('WebhookSubscriptionUpdate', {}), []);
     assert.deepEqual(validator.validateComponent('WebhookSubscriptionUpdate', { status: 'enabled', description: 'Renamed' }), []);
-    assert.match(validator.validateComponent('WebhookSubscriptionUpdate', { status: 'paused' }).join('\n'), /status must be equal to one of the allowed values: "enabled", "disabled"/);
+    assert.match(
+      validator.validateComponent('WebhookSubscriptionUpdate', { status: 'paused' }).join('\n'),
+      /status must be equal to one of the allowed values: "enabled", "disabled"/,
+    );
     assert.match(validator.validateComponent('WebhookSubscriptionUpdate', { version: 3 }).join('\n'), /additional properties: version/);
   });
 
@@ -373,7 +403,7 @@ describe('webhooks contract: request bodies and components', () => {
     assert.match(validator.validateComponent('DeadLetterReplayRequest', { status: 'dead' }).join('\n'), /additional properties: status/);
   });
 
-  it('checks the body receivers get against its event\'s webhook entry, hmac_sha256 included', () => {
+  it("checks the body receivers get against its event's webhook entry, hmac_sha256 included", () => {
     const body = { ...aPayload(), hmac_sha256: '0f'.repeat(32) };
     const signed = { 'webhook-id': eventId, 'webhook-timestamp': '1763800000', 'webhook-signature': `v1,${'A'.repeat(43)}= v1,${'B'.repeat(43)}=` };
     assert.deepEqual(validator.validateComponent('ProductsCreatedEvent', body), []);
@@ -381,8 +411,14 @@ describe('webhooks contract: request bodies and components', () => {
     assert.match(validator.validateComponent('ProductsCreatedEvent', aPayload()).join('\n'), /required property 'hmac_sha256'/);
     assert.match(validator.validateComponent('ProductsCreatedEvent', { ...body, hmac_sha256: 'AB' }).join('\n'), /hmac_sha256 must match pattern/);
     assert.match(validator.validateComponent('ProductsCreatedEvent', { ...body, topic: 'products.deleted' }).join('\n'), /topic must be equal to constant/);
-    assert.match(validator.validateComponent('ProductsCreatedEvent', { ...body, data: { object: aProduct(), previous: {} } }).join('\n'), /additional properties: previous/);
-    assert.match(validator.validateWebhook({ body, headers: { ...signed, 'webhook-signature': 'v2,abc' } }).join('\n'), /header webhook-signature must match pattern/);
+    assert.match(
+      validator.validateComponent('ProductsCreatedEvent', { ...body, data: { object: aProduct(), previous: {} } }).join('\n'),
+      /additional properties: previous/,
+    );
+    assert.match(
+      validator.validateWebhook({ body, headers: { ...signed, 'webhook-signature': 'v2,abc' } }).join('\n'),
+      /header webhook-signature must match pattern/,
+    );
     assert.match(validator.validateWebhook({ body, headers: { 'webhook-id': eventId } }).join('\n'), /header webhook-timestamp is missing/);
     assert.match(validator.validateWebhook({ body: { ...body, topic: 'internal.record_routed' } }).join('\n'), /not an event of the webhooks section/);
   });
@@ -403,13 +439,17 @@ describe('webhooks contract: events of the catalogue', () => {
   it('carries the subscription in webhooks.* events, never its secret', () => {
     for (const topic of ['webhooks.subscription_created', 'webhooks.subscription_deleted', 'webhooks.secret_rotated']) {
       assert.deepEqual(validator.validateEvent(envelope(topic, { object: aSubscription() })), [], topic);
-      assert.match(validator.validateEvent(envelope(topic, { object: aSubscription({ secret }) })).join('\n'), /data\.object must NOT have additional properties: secret/, topic);
+      assert.match(
+        validator.validateEvent(envelope(topic, { object: aSubscription({ secret }) })).join('\n'),
+        /data\.object must NOT have additional properties: secret/,
+        topic,
+      );
     }
     const provisionalExtra = envelope('webhooks.subscription_created', { object: { ...aSubscription(), merchant_id: id('mch') } });
     assert.match(validator.validateEvent(provisionalExtra).join('\n'), /additional properties: merchant_id/);
   });
 
-  it('holds webhooks.subscription_updated\'s previous to the subscription\'s fields', () => {
+  it("holds webhooks.subscription_updated's previous to the subscription's fields", () => {
     const object = aSubscription({ url: 'https://example.com/v2', version: 2 });
     const updated = (previous: Record<string, unknown>) => validator.validateEvent(envelope('webhooks.subscription_updated', { object, previous }));
     assert.deepEqual(updated({ url: 'https://example.com/merx/webhooks', version: 1, updated_at: at }), []);

@@ -316,8 +316,10 @@ export class AmqpBus implements Bus {
     }
     try {
       const deliveryCount = failedBefore + 1;
-      await inConsumeSpan({ id: event.id, topic: event.topic, headers }, { service: this.options.service, queue: options.queue, system: 'rabbitmq', deliveryCount }, () =>
-        runInEventContext(event, () => consumer.handler(event, { redelivered: message.fields.redelivered || failedBefore > 0, deliveryCount })),
+      await inConsumeSpan(
+        { id: event.id, topic: event.topic, headers },
+        { service: this.options.service, queue: options.queue, system: 'rabbitmq', deliveryCount },
+        () => runInEventContext(event, () => consumer.handler(event, { redelivered: message.fields.redelivered || failedBefore > 0, deliveryCount })),
       );
       busMessages.inc({ service: this.options.service, direction: 'consumed', topic: event.topic });
       this.settle(() => channel.ack(message));
@@ -378,21 +380,26 @@ export class AmqpBus implements Bus {
       busPoisoned.inc(labels);
       busMessages.inc({ service: this.options.service, direction: 'poisoned', topic: failure.topic });
     } else {
-      this.options.logger.warn({ ...context, retry_in_ms: delayMs, outage }, outage ? 'event handler met an outage; retrying later, not counted as a failure' : 'event handler failed; retrying later');
+      this.options.logger.warn(
+        { ...context, retry_in_ms: delayMs, outage },
+        outage ? 'event handler met an outage; retrying later, not counted as a failure' : 'event handler failed; retrying later',
+      );
       busRetried.inc(labels);
     }
   }
 
   /** Sends a copy of `message` straight to `queue` (default exchange) and waits for the broker's confirm. */
-  private sendConfirmed(queue: string, message: Message, headers: Record<string, unknown>, channel: ConfirmChannel | undefined = this.publisher): Promise<void> {
+  private sendConfirmed(
+    queue: string,
+    message: Message,
+    headers: Record<string, unknown>,
+    channel: ConfirmChannel | undefined = this.publisher,
+  ): Promise<void> {
     if (!channel) return Promise.reject(new Unavailable('The message broker is not connected.'));
     const { messageId, type, contentType, timestamp, appId } = message.properties;
     return new Promise<void>((resolve, reject) => {
-      channel.sendToQueue(
-        queue,
-        message.content,
-        { persistent: true, messageId, type, contentType, timestamp, appId, headers },
-        (error: unknown) => (error ? reject(error instanceof Error ? error : new Error(String(error))) : resolve()),
+      channel.sendToQueue(queue, message.content, { persistent: true, messageId, type, contentType, timestamp, appId, headers }, (error: unknown) =>
+        error ? reject(error instanceof Error ? error : new Error(String(error))) : resolve(),
       );
     });
   }
@@ -423,7 +430,14 @@ export class AmqpBus implements Bus {
           event = undefined;
         }
         const headers = message.properties.headers ?? {};
-        if (event) visit({ queue: logical, event, failures: poisonedFailures(headers), last_error: headerText(headers[ERROR_HEADER]), poisoned_at: headerText(headers[POISONED_AT_HEADER]) });
+        if (event)
+          visit({
+            queue: logical,
+            event,
+            failures: poisonedFailures(headers),
+            last_error: headerText(headers[ERROR_HEADER]),
+            poisoned_at: headerText(headers[POISONED_AT_HEADER]),
+          });
         if (event && replay(event)) {
           await this.sendConfirmed(queue, message, {}, channel);
           replayed++;

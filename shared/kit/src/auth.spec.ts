@@ -113,7 +113,9 @@ describe('createTokenVerifier', () => {
 
   it('refuses a tampered payload and garbage', async () => {
     const [header, , signature] = (await signAccessToken(trusted)).split('.');
-    const forged = Buffer.from(JSON.stringify({ iss: ISSUER, aud: AUDIENCE, exp: 9_999_999_999, merchant_id: 'mch_01jd3k7q8m2x4v6b9c0d1e2f3h', client_id: 'x' })).toString('base64url');
+    const forged = Buffer.from(
+      JSON.stringify({ iss: ISSUER, aud: AUDIENCE, exp: 9_999_999_999, merchant_id: 'mch_01jd3k7q8m2x4v6b9c0d1e2f3h', client_id: 'x' }),
+    ).toString('base64url');
     await rejection(verifier, `${header}.${forged}.${signature}`);
     await rejection(verifier, 'not.a.jwt');
     await rejection(verifier, '');
@@ -163,11 +165,17 @@ describe('requireScope', () => {
 
   it('refuses a query parameter the operation does not declare once the scope holds, with the parameter named', async () => {
     const listing = (query: Record<string, string>) =>
-      requireScope('products:read')({ state: { auth: claims(['products:read']) }, method: 'GET', path: '/api/v1/products', query } as unknown as Context, async () => undefined);
+      requireScope('products:read')(
+        { state: { auth: claims(['products:read']) }, method: 'GET', path: '/api/v1/products', query } as unknown as Context,
+        async () => undefined,
+      );
     await listing({ status: 'active', limit: '5' });
     await assert.rejects(listing({ status: 'active', stauts: 'x' }), (error: unknown) => {
       assert.ok(error instanceof ValidationFailed);
-      assert.deepEqual(error.errors.map((e) => [e.field, e.code]), [['stauts', 'unknown_parameter']]);
+      assert.deepEqual(
+        error.errors.map((e) => [e.field, e.code]),
+        [['stauts', 'unknown_parameter']],
+      );
       assert.match(error.errors[0]!.message, /stauts is not a query parameter of products\.list; it takes limit, cursor, status, sku, currency/);
       return true;
     });

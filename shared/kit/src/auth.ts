@@ -123,7 +123,10 @@ export function authenticate(verifier: TokenVerifier): Middleware {
     const header = ctx.get('authorization');
     const token = bearerTokenOf(header);
     if (!token) {
-      throw new Unauthenticated(header ? 'The Authorization header must be "Bearer <access token>".' : 'A bearer access token is required.', header ? 'invalid_request' : 'invalid_token');
+      throw new Unauthenticated(
+        header ? 'The Authorization header must be "Bearer <access token>".' : 'A bearer access token is required.',
+        header ? 'invalid_request' : 'invalid_token',
+      );
     }
     const claims = await verifier.verify(token);
     ctx.state.auth = claims;

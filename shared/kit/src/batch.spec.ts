@@ -15,7 +15,11 @@ describe('batchPerKey', () => {
     await later[2];
     release();
     await Promise.all([first, ...later]);
-    assert.deepEqual(writes, [['a', [1]], ['b', [9]], ['a', [2, 3]]]);
+    assert.deepEqual(writes, [
+      ['a', [1]],
+      ['b', [9]],
+      ['a', [2, 3]],
+    ]);
   });
 
   it('writes the items of a failed batch one by one: a bad item fails alone and the rest commit', async () => {
@@ -32,7 +36,10 @@ describe('batchPerKey', () => {
     release();
     await first;
     const outcomes = await Promise.allSettled(batch);
-    assert.deepEqual(outcomes.map((outcome) => outcome.status), ['fulfilled', 'rejected', 'fulfilled']);
+    assert.deepEqual(
+      outcomes.map((outcome) => outcome.status),
+      ['fulfilled', 'rejected', 'fulfilled'],
+    );
     assert.match(String((outcomes[1] as PromiseRejectedResult).reason), /item 3/);
     assert.deepEqual(writes, [[1], [2, 3, 4], [2], [3], [4]]);
   });

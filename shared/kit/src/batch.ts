@@ -22,7 +22,10 @@ export function batchPerKey<T>(write: (key: string, items: T[]) => Promise<void>
         if (!queue || queue.length === 0) break;
         const batch = queue.splice(0, maxBatch);
         try {
-          await write(key, batch.map((pending) => pending.item));
+          await write(
+            key,
+            batch.map((pending) => pending.item),
+          );
           for (const pending of batch) pending.resolve();
         } catch (error) {
           if (batch.length === 1) batch[0]!.reject(error);

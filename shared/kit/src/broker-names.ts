@@ -45,4 +45,3 @@ export function brokerNamesOf(deployment: string = DEFAULT_DEPLOYMENT): BrokerNa
 
 /** The prefix of this deployment's keys in a Redis it may share with others (`merx:rl:` for the limiter). */
 export const redisPrefixOf = (deployment: string, area: string) => `${deployment}:${area}:`;
-

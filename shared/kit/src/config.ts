@@ -6,10 +6,15 @@ export { z } from 'zod';
 
 /** Kept here rather than imported from broker-names.ts, which builds on this module. */
 const RETIRED_SETTINGS: Record<string, string> = Object.fromEntries(
-  ['MERX_AUDIT_QUEUE', 'MERX_WEBHOOKS_QUEUE', 'MERX_MERCHANTS_QUEUE', 'MERX_CATALOG_QUEUE', 'MERX_OAUTH_QUEUE', 'MERX_THROTTLE_QUEUE', 'MERX_THROTTLE_KEY_PREFIX'].map((name) => [
-    name,
-    'is no longer read: every broker and Redis name now comes from MERX_DEPLOYMENT (default merx); remove it',
-  ]),
+  [
+    'MERX_AUDIT_QUEUE',
+    'MERX_WEBHOOKS_QUEUE',
+    'MERX_MERCHANTS_QUEUE',
+    'MERX_CATALOG_QUEUE',
+    'MERX_OAUTH_QUEUE',
+    'MERX_THROTTLE_QUEUE',
+    'MERX_THROTTLE_KEY_PREFIX',
+  ].map((name) => [name, 'is no longer read: every broker and Redis name now comes from MERX_DEPLOYMENT (default merx); remove it']),
 );
 
 /**
@@ -17,7 +22,10 @@ const RETIRED_SETTINGS: Record<string, string> = Object.fromEntries(
  * process with one line naming every offending variable, never a stack trace.
  */
 export class ConfigError extends Error {
-  constructor(readonly service: string, readonly problems: string[]) {
+  constructor(
+    readonly service: string,
+    readonly problems: string[],
+  ) {
     super(`${service}: configuration error: ${problems.join('; ')}`);
     this.name = 'ConfigError';
   }
@@ -58,18 +66,23 @@ export function exitOnStartFailure(service: string, error: unknown): never {
 }
 
 const urlWithProtocols = (protocols: string[], example: string) =>
-  z.string({ error: `is required (e.g. ${example})` }).refine((value) => {
-    try {
-      return protocols.includes(new URL(value).protocol);
-    } catch {
-      return false;
-    }
-  }, `must be a ${protocols.join(' or ')}// URL (e.g. ${example})`);
+  z.string({ error: `is required (e.g. ${example})` }).refine(
+    (value) => {
+      try {
+        return protocols.includes(new URL(value).protocol);
+      } catch {
+        return false;
+      }
+    },
+    `must be a ${protocols.join(' or ')}// URL (e.g. ${example})`,
+  );
 
 export const configFields = {
   port: (fallback: number) => z.coerce.number({ error: 'must be a port number' }).int().min(0).max(65535).default(fallback),
   /** `verify` for replicas of a deployment whose `migrate` command runs once before them. */
-  migrationMode: z.enum(['apply', 'verify'], { error: 'must be apply (migrate at start) or verify (only check; the migrate command applies)' }).default('apply'),
+  migrationMode: z
+    .enum(['apply', 'verify'], { error: 'must be apply (migrate at start) or verify (only check; the migrate command applies)' })
+    .default('apply'),
   /** Comma-separated addresses, CIDR ranges, or loopback / linklocal / uniquelocal. */
   trustedProxies: z
     .string()
@@ -96,7 +109,10 @@ export const configFields = {
       try {
         return SecretKeyRing.parse(text);
       } catch (error) {
-        context.addIssue({ code: 'custom', message: `must be comma-separated keyId:base64-of-32-bytes entries, the sealing key first (${error instanceof Error ? error.message : String(error)})` });
+        context.addIssue({
+          code: 'custom',
+          message: `must be comma-separated keyId:base64-of-32-bytes entries, the sealing key first (${error instanceof Error ? error.message : String(error)})`,
+        });
         return z.NEVER;
       }
     }),

@@ -91,39 +91,40 @@ export function createPostgresDb(connectionString: string, options: PostgresOpti
     async exec(sql: string) {
       await pool.query(sql);
     },
-    transaction: <T>(work: (tx: Queryable) => Promise<T>) => traceTransaction(async () => {
-      const client = await pool.connect();
-      // The pool listens for errors only on idle clients: a connection lost while this one is
-      // checked out (the server restarting between two statements, or while the work awaits the
-      // broker) would be an unhandled 'error' and end the process. The next statement fails with
-      // it instead, and release discards the broken client.
-      let lost: Error | undefined;
-      const onLost = (error: Error) => {
-        lost = error;
-      };
-      client.on('error', onLost);
-      try {
-        await client.query('BEGIN');
-        const tx: Queryable = {
-          async query<Row>(sql: string, params?: unknown[]) {
-            const result = await traceQuery('postgres', sql, () => client.query(preparedQuery(sql, params, prepared)));
-            return { rows: result.rows as Row[], rowCount: result.rowCount ?? 0 };
-          },
-          async exec(sql: string) {
-            await client.query(sql);
-          },
+    transaction: <T>(work: (tx: Queryable) => Promise<T>) =>
+      traceTransaction(async () => {
+        const client = await pool.connect();
+        // The pool listens for errors only on idle clients: a connection lost while this one is
+        // checked out (the server restarting between two statements, or while the work awaits the
+        // broker) would be an unhandled 'error' and end the process. The next statement fails with
+        // it instead, and release discards the broken client.
+        let lost: Error | undefined;
+        const onLost = (error: Error) => {
+          lost = error;
         };
-        const value = await work(tx);
-        await client.query('COMMIT');
-        return value;
-      } catch (error) {
-        await client.query('ROLLBACK').catch(() => undefined);
-        throw error;
-      } finally {
-        client.off('error', onLost);
-        client.release(lost);
-      }
-    }),
+        client.on('error', onLost);
+        try {
+          await client.query('BEGIN');
+          const tx: Queryable = {
+            async query<Row>(sql: string, params?: unknown[]) {
+              const result = await traceQuery('postgres', sql, () => client.query(preparedQuery(sql, params, prepared)));
+              return { rows: result.rows as Row[], rowCount: result.rowCount ?? 0 };
+            },
+            async exec(sql: string) {
+              await client.query(sql);
+            },
+          };
+          const value = await work(tx);
+          await client.query('COMMIT');
+          return value;
+        } catch (error) {
+          await client.query('ROLLBACK').catch(() => undefined);
+          throw error;
+        } finally {
+          client.off('error', onLost);
+          client.release(lost);
+        }
+      }),
     async ping() {
       await pool.query('SELECT 1');
     },
@@ -162,18 +163,20 @@ export function createPgliteDb(pglite: PGlite): Db {
     },
     async transaction<T>(work: (tx: Queryable) => Promise<T>) {
       guard();
-      return traceTransaction(() => pglite.transaction(async (transaction: Transaction) =>
-        insideTransaction.run(true, () =>
-          work({
-            async query<Row>(sql: string, params?: unknown[]) {
-              return toResult<Row>(await traceQuery('pglite', sql, () => transaction.query(sql, params as unknown[])));
-            },
-            async exec(sql: string) {
-              await transaction.exec(sql);
-            },
-          }),
+      return traceTransaction(() =>
+        pglite.transaction(async (transaction: Transaction) =>
+          insideTransaction.run(true, () =>
+            work({
+              async query<Row>(sql: string, params?: unknown[]) {
+                return toResult<Row>(await traceQuery('pglite', sql, () => transaction.query(sql, params as unknown[])));
+              },
+              async exec(sql: string) {
+                await transaction.exec(sql);
+              },
+            }),
+          ),
         ),
-      ));
+      );
     },
     async ping() {
       await pglite.query('SELECT 1');
@@ -187,7 +190,13 @@ export function createPgliteDb(pglite: PGlite): Db {
 /** SQLSTATE classes and codes that say the database is unreachable or busy, not that the statement is wrong. */
 const UNAVAILABLE_SQLSTATES = new Set(['57014', '57P01', '57P02', '57P03', '53300', '53400']);
 const UNAVAILABLE_NODE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
-const UNAVAILABLE_MESSAGES = [/timeout exceeded when trying to connect/i, /connection terminated/i, /not queryable/i, /connection timeout/i, /Connection closed/i];
+const UNAVAILABLE_MESSAGES = [
+  /timeout exceeded when trying to connect/i,
+  /connection terminated/i,
+  /not queryable/i,
+  /connection timeout/i,
+  /Connection closed/i,
+];
 
 /**
  * True when an error means the database could not serve the statement (down, restarting, out of

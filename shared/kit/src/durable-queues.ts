@@ -94,7 +94,9 @@ export class DurableQueueStore {
   }
 
   async bindings(): Promise<Map<string, string[]>> {
-    const { rows } = await this.db.query<{ queue: string; pattern: string }>(`SELECT queue, pattern FROM ${this.schema}.queue_bindings ORDER BY queue, pattern`);
+    const { rows } = await this.db.query<{ queue: string; pattern: string }>(
+      `SELECT queue, pattern FROM ${this.schema}.queue_bindings ORDER BY queue, pattern`,
+    );
     const byQueue = new Map<string, string[]>();
     for (const row of rows) byQueue.set(row.queue, [...(byQueue.get(row.queue) ?? []), row.pattern]);
     return byQueue;
@@ -132,7 +134,10 @@ export class DurableQueueStore {
   }
 
   async retryLater(id: number, failures: number, delayMs: number, error: string): Promise<void> {
-    await this.db.query(`UPDATE ${this.schema}.messages SET failures = $2, available_at = now() + $3 * interval '1 millisecond', last_error = $4 WHERE id = $1`, [id, failures, delayMs, error]);
+    await this.db.query(
+      `UPDATE ${this.schema}.messages SET failures = $2, available_at = now() + $3 * interval '1 millisecond', last_error = $4 WHERE id = $1`,
+      [id, failures, delayMs, error],
+    );
   }
 
   async poison(id: number, failures: number, error: string): Promise<void> {
@@ -161,7 +166,13 @@ export class DurableQueueStore {
     const total = rows.length > 0 ? Number(rows[0]!.total) : (await this.poisonCounts([queue]))[queue]!;
     return {
       total,
-      messages: rows.map((row) => ({ queue, event: JSON.parse(row.payload) as MerxEvent, failures: row.failures, last_error: row.last_error, poisoned_at: new Date(row.poisoned_at).toISOString() })),
+      messages: rows.map((row) => ({
+        queue,
+        event: JSON.parse(row.payload) as MerxEvent,
+        failures: row.failures,
+        last_error: row.last_error,
+        poisoned_at: new Date(row.poisoned_at).toISOString(),
+      })),
     };
   }
 

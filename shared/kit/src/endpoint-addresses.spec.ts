@@ -151,7 +151,10 @@ describe('delivery addresses', () => {
 
     it('resolves with the system resolver by default', async () => {
       const errors = await checkEndpointUrl('https://localhost/hooks', STRICT);
-      assert.deepEqual(errors.map((error) => error.code), ['private_address']);
+      assert.deepEqual(
+        errors.map((error) => error.code),
+        ['private_address'],
+      );
       assert.match(errors[0]!.message, /^url resolves to (127\.0\.0\.1|::1), a loopback address/);
     });
 

@@ -261,7 +261,11 @@ export function guardedLookup(policy: TargetPolicy, resolve: HostResolver = syst
           callback(Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND', hostname }), '', 0);
           return;
         }
-        const refusal = firstRefusal(hostname, entries.map((entry) => entry.address), policy);
+        const refusal = firstRefusal(
+          hostname,
+          entries.map((entry) => entry.address),
+          policy,
+        );
         if (refusal) callback(refusal, '', 0);
         else if (options.all) callback(null, entries);
         else callback(null, entries[0]!.address, entries[0]!.family);

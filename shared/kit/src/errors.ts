@@ -64,7 +64,10 @@ export class MalformedRequest extends MerxError {
 }
 
 export class Unauthenticated extends MerxError {
-  constructor(detail = 'A valid bearer token is required.', readonly bearerError: 'invalid_token' | 'invalid_request' = 'invalid_token') {
+  constructor(
+    detail = 'A valid bearer token is required.',
+    readonly bearerError: 'invalid_token' | 'invalid_request' = 'invalid_token',
+  ) {
     super('unauthenticated', detail);
   }
 }
@@ -112,7 +115,10 @@ export class UnsupportedMediaType extends MerxError {
 }
 
 export class ValidationFailed extends MerxError {
-  constructor(readonly errors: FieldError[], detail?: string) {
+  constructor(
+    readonly errors: FieldError[],
+    detail?: string,
+  ) {
     super('validation_failed', detail ?? errors.map((e) => `${e.field}: ${e.message}`).join('; '), { extensions: { errors } });
   }
 }
@@ -130,7 +136,10 @@ export class IdempotencyKeyInUse extends MerxError {
 }
 
 export class RateLimited extends MerxError {
-  constructor(readonly throttleClass: string, readonly retryAfterSeconds: number) {
+  constructor(
+    readonly throttleClass: string,
+    readonly retryAfterSeconds: number,
+  ) {
     super('rate_limited', `Too many requests in the ${throttleClass} class; retry after ${retryAfterSeconds}s.`, {
       extensions: { throttle_class: throttleClass, retry_after: retryAfterSeconds },
     });

@@ -11,7 +11,10 @@ describe('If-Match', () => {
 
   it('refuses another version, and a weak tag even of the current one (strong comparison)', () => {
     for (const header of ['"v2"', 'W/"v3"']) {
-      assert.throws(() => checkIfMatch(header, current), (error: unknown) => error instanceof PreconditionFailed && /does not match the current version "v3"/.test(error.message));
+      assert.throws(
+        () => checkIfMatch(header, current),
+        (error: unknown) => error instanceof PreconditionFailed && /does not match the current version "v3"/.test(error.message),
+      );
     }
   });
 
@@ -19,7 +22,8 @@ describe('If-Match', () => {
     for (const header of ['v3', '"v2", v3', "'v3'"]) {
       assert.throws(
         () => checkIfMatch(header, current),
-        (error: unknown) => error instanceof PreconditionFailed && error.message.includes('must be * or quoted entity tags such as "v3" (with the double quotes)'),
+        (error: unknown) =>
+          error instanceof PreconditionFailed && error.message.includes('must be * or quoted entity tags such as "v3" (with the double quotes)'),
         header,
       );
     }

@@ -12,10 +12,15 @@ const ENTITY_TAG = /^(W\/)?"[\x21\x23-\x7e\x80-\xff]*"$/;
  */
 export function checkIfMatch(ifMatch: string | undefined, currentEtag: string): void {
   if (ifMatch === undefined || ifMatch.trim() === '') return;
-  const tags = ifMatch.split(',').map((tag) => tag.trim()).filter(Boolean);
+  const tags = ifMatch
+    .split(',')
+    .map((tag) => tag.trim())
+    .filter(Boolean);
   const unquoted = tags.filter((tag) => tag !== '*' && !ENTITY_TAG.test(tag));
   if (unquoted.length > 0) {
-    throw new PreconditionFailed(`If-Match must be * or quoted entity tags such as ${currentEtag} (with the double quotes); ${unquoted.join(', ')} is not one.`);
+    throw new PreconditionFailed(
+      `If-Match must be * or quoted entity tags such as ${currentEtag} (with the double quotes); ${unquoted.join(', ')} is not one.`,
+    );
   }
   if (tags.includes('*') || tags.includes(currentEtag)) return;
   throw new PreconditionFailed(`If-Match ${ifMatch} does not match the current version ${currentEtag}.`);

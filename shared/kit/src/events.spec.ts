@@ -45,14 +45,17 @@ describe('buildEvent', () => {
     const now = new Date('2026-11-22T10:04:05.123Z');
     const event = buildEvent('products.created', merchantId, { object: { id: 'prod_x' } }, now);
     assert.ok(isId(event.id, 'evt'));
-    assert.deepEqual({ ...event, id: 'x' }, {
-      id: 'x',
-      topic: 'products.created',
-      merchant_id: merchantId,
-      created_at: '2026-11-22T10:04:05.123Z',
-      api_version: 'v1',
-      data: { object: { id: 'prod_x' } },
-    });
+    assert.deepEqual(
+      { ...event, id: 'x' },
+      {
+        id: 'x',
+        topic: 'products.created',
+        merchant_id: merchantId,
+        created_at: '2026-11-22T10:04:05.123Z',
+        api_version: 'v1',
+        data: { object: { id: 'prod_x' } },
+      },
+    );
     assert.notEqual(buildEvent('products.created', merchantId, { object: {} }).id, event.id);
   });
 

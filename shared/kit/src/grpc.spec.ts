@@ -12,7 +12,9 @@ describe('MerxError as a gRPC status', () => {
     const status = grpcErrorOf(new NotFound('product', 'prod_x'));
     assert.equal(status.code, grpc.status.NOT_FOUND);
     assert.equal(status.details, 'No product with id prod_x.');
-    const info = detailsOf(status).map((detail) => anyUnpack(detail, ErrorInfoSchema)).find(Boolean)!;
+    const info = detailsOf(status)
+      .map((detail) => anyUnpack(detail, ErrorInfoSchema))
+      .find(Boolean)!;
     assert.deepEqual([info.reason, info.domain], ['not_found', 'merx.dev']);
     assert.equal(grpcErrorOf(new InsufficientScope('products:write')).code, grpc.status.PERMISSION_DENIED);
   });
@@ -20,11 +22,21 @@ describe('MerxError as a gRPC status', () => {
   it('adds BadRequest for field errors and RetryInfo when throttled', () => {
     const invalid = grpcErrorOf(new ValidationFailed([{ field: 'sku', code: 'required', message: 'sku is required' }]));
     assert.equal(invalid.code, grpc.status.INVALID_ARGUMENT);
-    const violations = detailsOf(invalid).map((detail) => anyUnpack(detail, BadRequestSchema)).find(Boolean)!.fieldViolations;
-    assert.deepEqual(violations.map((v) => [v.field, v.reason, v.description]), [['sku', 'required', 'sku is required']]);
+    const violations = detailsOf(invalid)
+      .map((detail) => anyUnpack(detail, BadRequestSchema))
+      .find(Boolean)!.fieldViolations;
+    assert.deepEqual(
+      violations.map((v) => [v.field, v.reason, v.description]),
+      [['sku', 'required', 'sku is required']],
+    );
     const limited = grpcErrorOf(new RateLimited('bulk', 3));
     assert.equal(limited.code, grpc.status.RESOURCE_EXHAUSTED);
-    assert.equal(detailsOf(limited).map((detail) => anyUnpack(detail, RetryInfoSchema)).find(Boolean)!.retryDelay!.seconds, 3n);
+    assert.equal(
+      detailsOf(limited)
+        .map((detail) => anyUnpack(detail, RetryInfoSchema))
+        .find(Boolean)!.retryDelay!.seconds,
+      3n,
+    );
   });
 
   it('says nothing of an internal error but an error id', () => {
@@ -46,7 +58,10 @@ describe('decoding requests', () => {
   it('turns bytes that are no message of the type into a client error, not a server fault', () => {
     const method = grpcServiceDefinitionOf(ProductService).BatchCreateProducts!;
     const decoded = method.requestDeserialize(Buffer.from([0xff, 0xff, 0xff, 0xff, 0x0f]));
-    assert.throws(() => assertDecoded(decoded), (error: unknown) => error instanceof MalformedRequest && /merx\.v1\.BatchCreateProductsRequest/.test(error.message));
+    assert.throws(
+      () => assertDecoded(decoded),
+      (error: unknown) => error instanceof MalformedRequest && /merx\.v1\.BatchCreateProductsRequest/.test(error.message),
+    );
     assert.doesNotThrow(() => assertDecoded(method.requestDeserialize(Buffer.alloc(0))));
   });
 });

@@ -78,7 +78,10 @@ export function decodeGrpcStatusDetails(metadata: grpc.Metadata | undefined) {
 export async function authenticateGrpcCall(verifier: TokenVerifier, metadata: grpc.Metadata, scope: string): Promise<AccessClaims> {
   const header = metadata.get('authorization')[0];
   const token = bearerTokenOf(typeof header === 'string' ? header : undefined);
-  if (!token) throw new Unauthenticated(header ? 'The authorization metadata must be "Bearer <access token>".' : 'A bearer access token is required in the authorization metadata.');
+  if (!token)
+    throw new Unauthenticated(
+      header ? 'The authorization metadata must be "Bearer <access token>".' : 'A bearer access token is required in the authorization metadata.',
+    );
   const claims = await verifier.verify(token);
   if (!claims.scopes.has(scope)) throw new InsufficientScope(scope);
   return claims;
@@ -192,7 +195,9 @@ export async function startGrpcServer(options: {
   for (const { definition, implementation } of options.services) server.addService(definition, implementation);
   options.configure?.(server);
   const port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync(`${host.includes(':') ? `[${host}]` : host}:${options.port}`, grpc.ServerCredentials.createInsecure(), (error, bound) => (error ? reject(error) : resolve(bound))),
+    server.bindAsync(`${host.includes(':') ? `[${host}]` : host}:${options.port}`, grpc.ServerCredentials.createInsecure(), (error, bound) =>
+      error ? reject(error) : resolve(bound),
+    ),
   );
   return {
     server,
@@ -232,7 +237,11 @@ export function unaryHandler<Req, Res>(
 }
 
 /** Ends a stream with the status of `error` (a MerxError, or an internal error that is logged). */
-export function endStreamWithError(call: grpc.ServerWritableStream<unknown, unknown> | grpc.ServerDuplexStream<unknown, unknown>, error: unknown, logger: Logger): void {
+export function endStreamWithError(
+  call: grpc.ServerWritableStream<unknown, unknown> | grpc.ServerDuplexStream<unknown, unknown>,
+  error: unknown,
+  logger: Logger,
+): void {
   if (call.cancelled || call.destroyed) return;
   call.emit('error', grpcErrorOf(error, logger));
 }

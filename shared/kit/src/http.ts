@@ -10,7 +10,6 @@ import { startServerSpan } from './tracing.js';
 
 export { jsonBodyMiddleware, MAX_BODY_BYTES } from './request-input.js';
 
-
 export interface ReadinessCheck {
   name: string;
   /** Throws when not ready. Returning words means ready but degraded: reported as `degraded` with the words as its detail. */
@@ -58,12 +57,28 @@ export function requestContextMiddleware(service: string, options: RequestContex
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       const matched = (ctx as Context & { _matchedRoute?: string })._matchedRoute;
       const route = String(matched ?? 'unmatched');
-      span?.end({ status: ctx.status, ...(matched ? { route: String(matched) } : {}), requestId, merchantId: (ctx.state as { auth?: { merchantId?: string } }).auth?.merchantId ?? null });
+      span?.end({
+        status: ctx.status,
+        ...(matched ? { route: String(matched) } : {}),
+        requestId,
+        merchantId: (ctx.state as { auth?: { merchantId?: string } }).auth?.merchantId ?? null,
+      });
       httpRequestDuration.observe({ service, method: ctx.method, route, status: String(ctx.status) }, seconds);
       // Checked first: at `warn` (the benchmarks, most deployments under load) a request builds no log object.
       if (logger?.isLevelEnabled('info') && ctx.path !== '/healthz' && ctx.path !== '/readyz' && ctx.path !== '/metrics') {
         const merchantId = (ctx.state as { auth?: { merchantId?: string } }).auth?.merchantId ?? null;
-        logger.info({ method: ctx.method, route, path: ctx.path, status: ctx.status, ms: Math.round(seconds * 10_000) / 10, request_id: requestId, merchant_id: merchantId }, 'request');
+        logger.info(
+          {
+            method: ctx.method,
+            route,
+            path: ctx.path,
+            status: ctx.status,
+            ms: Math.round(seconds * 10_000) / 10,
+            request_id: requestId,
+            merchant_id: merchantId,
+          },
+          'request',
+        );
       }
     }
   };

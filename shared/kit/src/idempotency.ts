@@ -76,9 +76,15 @@ export function idempotencyMiddleware(db: Db, schema: string, options: { now?: (
     if (!auth?.merchantId) return next();
     const { merchantId } = auth;
     // A row from before keys were per credential still answers for its 24 hours; new rows name the client.
-    const legacy = await db.query(`SELECT 1 FROM ${table} WHERE merchant_id = $1 AND client_id = '' AND key = $2 AND created_at >= $3`, [merchantId, key, new Date(now() - IDEMPOTENCY_WINDOW_MS)]);
+    const legacy = await db.query(`SELECT 1 FROM ${table} WHERE merchant_id = $1 AND client_id = '' AND key = $2 AND created_at >= $3`, [
+      merchantId,
+      key,
+      new Date(now() - IDEMPOTENCY_WINDOW_MS),
+    ]);
     const clientId = legacy.rowCount > 0 ? '' : auth.clientId;
-    const requestHash = createHash('sha256').update(`${ctx.method} ${ctx.path.replace(/\/+$/, '')}\n${canonicalJson(ctx.request.body ?? null)}`).digest('hex');
+    const requestHash = createHash('sha256')
+      .update(`${ctx.method} ${ctx.path.replace(/\/+$/, '')}\n${canonicalJson(ctx.request.body ?? null)}`)
+      .digest('hex');
 
     const abandonedBefore = new Date(now() - ABANDONED_AFTER_MS);
 
@@ -86,59 +92,64 @@ export function idempotencyMiddleware(db: Db, schema: string, options: { now?: (
     // no trace (the retry runs the work), a crash after it leaves the answer (the retry replays
     // it). The advisory lock makes a concurrent request with the same key a 409 instead of a wait.
     type Outcome = { replay?: StoredKey; stored: boolean };
-    const outcome: Outcome = await db.unitOfWork(async (): Promise<Outcome> => {
-      const { rows: lock } = await db.query<{ locked: boolean }>('SELECT pg_try_advisory_xact_lock(hashtext($1), hashtext($2)) AS locked', [`${table}:${merchantId}`, `${clientId}:${key}`]);
-      if (!lock[0]?.locked) throw new IdempotencyKeyInUse();
-      const { rows } = await db.query<StoredKey>(`SELECT * FROM ${table} WHERE merchant_id = $1 AND client_id = $2 AND key = $3 AND created_at >= $4`, [
-        merchantId,
-        clientId,
-        key,
-        new Date(now() - IDEMPOTENCY_WINDOW_MS),
-      ]);
-      const stored = rows[0];
-      if (stored) {
-        if (stored.request_hash !== requestHash) throw new IdempotencyKeyReused();
-        if (stored.state === 'done') return { replay: stored, stored: false };
-        // 'running' rows are an earlier version's claims, committed apart from their work.
-        if (stored.locked_at >= abandonedBefore) throw new IdempotencyKeyInUse();
-      }
+    const outcome: Outcome = await db
+      .unitOfWork(async (): Promise<Outcome> => {
+        const { rows: lock } = await db.query<{ locked: boolean }>('SELECT pg_try_advisory_xact_lock(hashtext($1), hashtext($2)) AS locked', [
+          `${table}:${merchantId}`,
+          `${clientId}:${key}`,
+        ]);
+        if (!lock[0]?.locked) throw new IdempotencyKeyInUse();
+        const { rows } = await db.query<StoredKey>(`SELECT * FROM ${table} WHERE merchant_id = $1 AND client_id = $2 AND key = $3 AND created_at >= $4`, [
+          merchantId,
+          clientId,
+          key,
+          new Date(now() - IDEMPOTENCY_WINDOW_MS),
+        ]);
+        const stored = rows[0];
+        if (stored) {
+          if (stored.request_hash !== requestHash) throw new IdempotencyKeyReused();
+          if (stored.state === 'done') return { replay: stored, stored: false };
+          // 'running' rows are an earlier version's claims, committed apart from their work.
+          if (stored.locked_at >= abandonedBefore) throw new IdempotencyKeyInUse();
+        }
 
-      // The work in a savepoint: a 4xx it answers leaves nothing of it behind, only the answer.
-      await db.query('SAVEPOINT merx_idempotent_work');
-      try {
-        await next();
-        await db.query('RELEASE SAVEPOINT merx_idempotent_work');
-      } catch (error) {
-        await db.query('ROLLBACK TO SAVEPOINT merx_idempotent_work');
-        // A 4xx is the answer to this request and is replayed like a success; anything else undoes it all.
-        if (!(error instanceof MerxError) || !error.expose || statusOf(error.code) >= 500) throw error;
-        writeProblem(ctx, error);
-      }
-      if (ctx.status >= 500) throw new DiscardedWork();
-      // A bodiless 4xx means nothing answered (an unknown route, a router's 405): the problem
-      // middleware renders it after us, and storing it would turn it into an empty 200.
-      if ((ctx.body === undefined || ctx.body === null) && ctx.status >= 400) return { stored: false };
-      const headers: Record<string, string> = {};
-      for (const name of REPLAYED_HEADERS) {
-        const value = ctx.response.get(name);
-        if (value) headers[name] = value;
-      }
-      const body = ctx.body === undefined || ctx.body === null ? '' : typeof ctx.body === 'string' ? ctx.body : JSON.stringify(ctx.body);
-      ctx.body = body; // what we store is exactly what we send, so a replay is byte for byte
-      await db.query(
-        `INSERT INTO ${table} (merchant_id, client_id, key, request_hash, state, response_status, response_headers, response_body, created_at, locked_at)
+        // The work in a savepoint: a 4xx it answers leaves nothing of it behind, only the answer.
+        await db.query('SAVEPOINT merx_idempotent_work');
+        try {
+          await next();
+          await db.query('RELEASE SAVEPOINT merx_idempotent_work');
+        } catch (error) {
+          await db.query('ROLLBACK TO SAVEPOINT merx_idempotent_work');
+          // A 4xx is the answer to this request and is replayed like a success; anything else undoes it all.
+          if (!(error instanceof MerxError) || !error.expose || statusOf(error.code) >= 500) throw error;
+          writeProblem(ctx, error);
+        }
+        if (ctx.status >= 500) throw new DiscardedWork();
+        // A bodiless 4xx means nothing answered (an unknown route, a router's 405): the problem
+        // middleware renders it after us, and storing it would turn it into an empty 200.
+        if ((ctx.body === undefined || ctx.body === null) && ctx.status >= 400) return { stored: false };
+        const headers: Record<string, string> = {};
+        for (const name of REPLAYED_HEADERS) {
+          const value = ctx.response.get(name);
+          if (value) headers[name] = value;
+        }
+        const body = ctx.body === undefined || ctx.body === null ? '' : typeof ctx.body === 'string' ? ctx.body : JSON.stringify(ctx.body);
+        ctx.body = body; // what we store is exactly what we send, so a replay is byte for byte
+        await db.query(
+          `INSERT INTO ${table} (merchant_id, client_id, key, request_hash, state, response_status, response_headers, response_body, created_at, locked_at)
          VALUES ($1, $2, $3, $4, 'done', $5, $6, $7, $8, $8)
          ON CONFLICT (merchant_id, client_id, key) DO UPDATE
            SET request_hash = EXCLUDED.request_hash, state = 'done', response_status = EXCLUDED.response_status, response_headers = EXCLUDED.response_headers,
                response_body = EXCLUDED.response_body, created_at = EXCLUDED.created_at, locked_at = EXCLUDED.locked_at`,
-        [merchantId, clientId, key, requestHash, ctx.status, JSON.stringify(headers), body, new Date(now())],
-      );
-      return { stored: true };
-    }).catch((error: unknown): Outcome => {
-      // A 5xx answer was set without a throw: its work was rolled back, the answer stands and is not kept.
-      if (error instanceof DiscardedWork) return { stored: false };
-      throw error;
-    });
+          [merchantId, clientId, key, requestHash, ctx.status, JSON.stringify(headers), body, new Date(now())],
+        );
+        return { stored: true };
+      })
+      .catch((error: unknown): Outcome => {
+        // A 5xx answer was set without a throw: its work was rolled back, the answer stands and is not kept.
+        if (error instanceof DiscardedWork) return { stored: false };
+        throw error;
+      });
     if (outcome.stored) failpoint('idempotency.answer_committed');
     if (outcome.replay) {
       const stored = outcome.replay;

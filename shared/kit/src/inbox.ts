@@ -20,10 +20,11 @@ export const inboxMigration: Migration = {
  * already: the caller then does nothing, and its transaction commits no second effect.
  */
 export async function recordInInbox(tx: Queryable, schema: string, consumer: string, event: MerxEvent): Promise<boolean> {
-  const inserted = await tx.query(
-    `INSERT INTO ${schema}.inbox (consumer, event_id, topic) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING RETURNING event_id`,
-    [consumer, event.id, event.topic],
-  );
+  const inserted = await tx.query(`INSERT INTO ${schema}.inbox (consumer, event_id, topic) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING RETURNING event_id`, [
+    consumer,
+    event.id,
+    event.topic,
+  ]);
   return (inserted.rowCount ?? 0) > 0;
 }
 

@@ -13,9 +13,7 @@ export function createLogger(service: string, level: string = process.env.LOG_LE
     mixin() {
       const context = currentContext();
       if (!context) return {};
-      return context.merchantId
-        ? { request_id: context.requestId, merchant_id: context.merchantId }
-        : { request_id: context.requestId };
+      return context.merchantId ? { request_id: context.requestId, merchant_id: context.merchantId } : { request_id: context.requestId };
     },
     redact: { paths: ['req.headers.authorization', 'authorization', 'api_key', 'secret', 'client_secret'], censor: '[redacted]' },
   });

@@ -49,7 +49,10 @@ describe('MemoryBus', () => {
     await bus.publish(Array.from({ length: 40 }, (_, n) => event('jobs.run', n)));
     await waitFor(() => seen.a.length + seen.b.length === 40, 'forty deliveries');
     assert.ok(seen.a.length > 0 && seen.b.length > 0, `both consumers work: ${seen.a.length}/${seen.b.length}`);
-    assert.deepEqual([...seen.a, ...seen.b].sort((x, y) => x - y), Array.from({ length: 40 }, (_, n) => n));
+    assert.deepEqual(
+      [...seen.a, ...seen.b].sort((x, y) => x - y),
+      Array.from({ length: 40 }, (_, n) => n),
+    );
   });
 
   it('redelivers a failed message after its delay and moves it to the poison queue after the delivery limit', async () => {
@@ -63,11 +66,14 @@ describe('MemoryBus', () => {
     await waitFor(() => attempts.length === 3, 'three deliveries');
     const poisoned = await bus.poison.list('fragile', 10);
     assert.equal(poisoned.total, 1);
-    assert.deepEqual(attempts.map(({ at: _at, ...info }) => info), [
-      { redelivered: false, deliveryCount: 1 },
-      { redelivered: true, deliveryCount: 2 },
-      { redelivered: true, deliveryCount: 3 },
-    ]);
+    assert.deepEqual(
+      attempts.map(({ at: _at, ...info }) => info),
+      [
+        { redelivered: false, deliveryCount: 1 },
+        { redelivered: true, deliveryCount: 2 },
+        { redelivered: true, deliveryCount: 3 },
+      ],
+    );
     // The first failure waits the first step (20 ms), the second the second (40 ms): never at once.
     assert.ok(attempts[1]!.at - attempts[0]!.at >= 19, `first retry after ${attempts[1]!.at - attempts[0]!.at} ms`);
     assert.ok(attempts[2]!.at - attempts[1]!.at >= 39, `second retry after ${attempts[2]!.at - attempts[1]!.at} ms`);
@@ -88,7 +94,10 @@ describe('MemoryBus', () => {
     await bus.publish([event('products.created')]);
     await waitFor(() => handled, 'the delivery after the outage');
     assert.equal(attempts.length, 7, 'six outage retries, twice the delivery limit, then success');
-    assert.ok(attempts.every((info) => info.deliveryCount === 1), 'an outage is not a failure of the message');
+    assert.ok(
+      attempts.every((info) => info.deliveryCount === 1),
+      'an outage is not a failure of the message',
+    );
     assert.deepEqual(await bus.poison.counts(['outage']), { outage: 0 });
   });
 
@@ -126,7 +135,10 @@ describe('MemoryBus', () => {
     assert.deepEqual(handled.sort(), [1, 3]);
     const deadline = Date.now() + 5_000;
     while ((await bus.poison.counts(['mixed'])).mixed === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 2));
-    assert.deepEqual((await bus.poison.list('mixed', 10)).messages.map((m) => m.event.data.object.n), [2]);
+    assert.deepEqual(
+      (await bus.poison.list('mixed', 10)).messages.map((m) => m.event.data.object.n),
+      [2],
+    );
   });
 
   it('hands consumers strings PostgreSQL can store: unpaired surrogates and NUL become U+FFFD', async () => {
@@ -174,7 +186,7 @@ describe('MemoryBus', () => {
     assert.equal('tampered' in original.data.object, false);
   });
 
-  it('runs handlers outside the publisher\'s async context, in the event\'s request context', async () => {
+  it("runs handlers outside the publisher's async context, in the event's request context", async () => {
     const publisherStore = new AsyncLocalStorage<string>();
     const seen: Array<{ store: string | undefined; requestId: string | undefined }> = [];
     await bus.consume({ queue: 'ctx', bindings: ['#'] }, async () => {

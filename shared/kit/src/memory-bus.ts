@@ -265,7 +265,10 @@ export class MemoryBus implements Bus {
     if (!hopeless && isOutage(error)) {
       const outages = (message.outages ?? 0) + 1;
       const delayMs = outageRetryDelay(this.retry, outages);
-      this.logger?.warn({ err: error, queue: queue.name, topic: message.topic, retry_in_ms: delayMs }, 'event handler met an outage; retrying later, not counted as a failure');
+      this.logger?.warn(
+        { err: error, queue: queue.name, topic: message.topic, retry_in_ms: delayMs },
+        'event handler met an outage; retrying later, not counted as a failure',
+      );
       if (message.rowId !== undefined) await this.storeWrite(this.store!.retryLater(message.rowId, message.failures, delayMs, reason));
       busRetried.inc(labels);
       this.enqueueLater(queue, { ...message, outages, redelivered: true }, delayMs);
@@ -273,7 +276,10 @@ export class MemoryBus implements Bus {
     }
     const failures = message.failures + 1;
     if (hopeless || failures >= queue.deliveryLimit) {
-      this.logger?.error({ err: error, queue: queue.name, topic: message.topic, failures }, 'message failed its last allowed delivery; moved to the poison queue');
+      this.logger?.error(
+        { err: error, queue: queue.name, topic: message.topic, failures },
+        'message failed its last allowed delivery; moved to the poison queue',
+      );
       if (message.rowId !== undefined) await this.storeWrite(this.store!.poison(message.rowId, failures, reason));
       else queue.poison.push({ queue: queue.name, event: safeParse(message.body), failures, last_error: reason, poisoned_at: new Date().toISOString() });
       busPoisoned.inc(labels);
@@ -346,7 +352,8 @@ export class MemoryBus implements Bus {
         if (!queue) return 0;
         const chosen = queue.poison.filter((message) => !eventIds || eventIds.includes(message.event.id));
         queue.poison = queue.poison.filter((message) => !chosen.includes(message));
-        for (const message of chosen) this.enqueueLater(queue, { body: JSON.stringify(message.event), topic: message.event.topic, failures: 0, redelivered: true }, 0);
+        for (const message of chosen)
+          this.enqueueLater(queue, { body: JSON.stringify(message.event), topic: message.event.topic, failures: 0, redelivered: true }, 0);
         return chosen.length;
       },
       consumedQueues: () => [...this.queues.values()].filter((queue) => !queue.transient && queue.handlers.length > 0).map((queue) => queue.name),

@@ -56,7 +56,13 @@ describe('money', () => {
   });
 
   it('round-trips parse and format', () => {
-    for (const [value, currency] of [['19.99', 'USD'], ['0.01', 'EUR'], ['7', 'JPY'], ['3.141', 'KWD'], ['999999999999999.99', 'USD']] as const) {
+    for (const [value, currency] of [
+      ['19.99', 'USD'],
+      ['0.01', 'EUR'],
+      ['7', 'JPY'],
+      ['3.141', 'KWD'],
+      ['999999999999999.99', 'USD'],
+    ] as const) {
       const parsed = parseAmount(value, currency);
       assert.ok('minor' in parsed);
       assert.equal(formatAmount(parsed.minor, currency), value);

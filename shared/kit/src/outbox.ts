@@ -82,10 +82,7 @@ export class Outbox {
         used = true;
         const values = [...params];
         const insert = this.insertEvents(events, values);
-        const result = await db.query<Row>(
-          `WITH written AS (${sql}), recorded AS (${insert}) SELECT * FROM written`,
-          values,
-        );
+        const result = await db.query<Row>(`WITH written AS (${sql}), recorded AS (${insert}) SELECT * FROM written`, values);
         this.db.afterCommit(() => this.notify());
         return result;
       },

@@ -56,7 +56,11 @@ describe('pagination', () => {
     ];
     for (const cursor of forged) {
       const error = validationErrorOf(() => parsePageRequest({ cursor }));
-      assert.deepEqual(error.errors.map((e) => [e.field, e.code]), [['cursor', 'invalid_cursor']], cursor);
+      assert.deepEqual(
+        error.errors.map((e) => [e.field, e.code]),
+        [['cursor', 'invalid_cursor']],
+        cursor,
+      );
     }
     const both = validationErrorOf(() => parsePageRequest({ limit: '0', cursor: 'junk' }));
     assert.deepEqual(both.errors.map((e) => e.field).sort(), ['cursor', 'limit']);
@@ -67,13 +71,19 @@ describe('pagination', () => {
     const full = toListPage(rows, 3, (row) => ({ id: row.id }));
     assert.equal(full.object, 'list');
     assert.equal(full.has_more, true);
-    assert.deepEqual(full.data.map((d) => d.id), rows.slice(0, 3).map((r) => r.id));
+    assert.deepEqual(
+      full.data.map((d) => d.id),
+      rows.slice(0, 3).map((r) => r.id),
+    );
     assert.ok(full.next_cursor);
     assert.equal(parsePageRequest({ cursor: full.next_cursor }).after, rows[2]!.id);
 
     const last = toListPage(rows.slice(0, 3), 3, (row) => row.id);
     assert.deepEqual(last, { object: 'list', data: rows.slice(0, 3).map((r) => r.id), has_more: false, next_cursor: null });
 
-    assert.deepEqual(toListPage([], 20, (row: { id: string }) => row), { object: 'list', data: [], has_more: false, next_cursor: null });
+    assert.deepEqual(
+      toListPage([], 20, (row: { id: string }) => row),
+      { object: 'list', data: [], has_more: false, next_cursor: null },
+    );
   });
 });

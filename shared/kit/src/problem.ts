@@ -95,7 +95,8 @@ export function problemMiddleware(logger: Logger): Middleware {
       // Nothing answered: an unknown route, or a router's bodiless 405/501 for a known path.
       if (ctx.body === undefined || ctx.body === null) {
         if (ctx.status === 404) writeProblem(ctx, new NotFound('route'));
-        else if (ctx.status === 405 || ctx.status === 501) writeProblem(ctx, new MethodNotAllowed((ctx.response.get('Allow') || '').split(/,\s*/).filter(Boolean)));
+        else if (ctx.status === 405 || ctx.status === 501)
+          writeProblem(ctx, new MethodNotAllowed((ctx.response.get('Allow') || '').split(/,\s*/).filter(Boolean)));
       }
     } catch (thrown) {
       const error = fromLibraryError(thrown);

@@ -63,7 +63,8 @@ function nestingDepth(text: string): number {
   for (let i = 0; i < text.length; i += 1) {
     const code = text.charCodeAt(i);
     if (inString) {
-      if (code === 0x5c) i += 1; // backslash: skip the escaped character
+      if (code === 0x5c)
+        i += 1; // backslash: skip the escaped character
       else if (code === 0x22) inString = false;
     } else if (code === 0x22) inString = true;
     else if (code === 0x7b || code === 0x5b) {

@@ -42,7 +42,9 @@ describe('validateRequest: every request checked against its OpenAPI operation b
   });
 
   it('names every structural problem of a body in one 422, one code per schema keyword', async () => {
-    const errors = await refusal(request('POST', '/api/v1/products', { sku: 'bad sku!', title: '', price: 19.99, colour: 'red', inventory_quantity: -1, attributes: { 'size.eu': 40 } }));
+    const errors = await refusal(
+      request('POST', '/api/v1/products', { sku: 'bad sku!', title: '', price: 19.99, colour: 'red', inventory_quantity: -1, attributes: { 'size.eu': 40 } }),
+    );
     assert.deepEqual(errors.sort(), [
       ['attributes["size.eu"]', 'invalid_type'],
       ['colour', 'unknown_field'],
@@ -66,8 +68,13 @@ describe('validateRequest: every request checked against its OpenAPI operation b
   });
 
   it('writes nested and listed members in the one field grammar', async () => {
-    const errors = await refusal(request('POST', '/api/v1/rules', { name: 'R', action: 'transform', transform: { keep: ['a', 'b c'], set: { 'bad key': 1 } } }));
-    assert.deepEqual(errors.sort(), [['transform.keep[1]', 'invalid_format'], ['transform.set["bad key"]', 'invalid_key']]);
+    const errors = await refusal(
+      request('POST', '/api/v1/rules', { name: 'R', action: 'transform', transform: { keep: ['a', 'b c'], set: { 'bad key': 1 } } }),
+    );
+    assert.deepEqual(errors.sort(), [
+      ['transform.keep[1]', 'invalid_format'],
+      ['transform.set["bad key"]', 'invalid_key'],
+    ]);
     assert.deepEqual(await refusal(request('POST', '/api/v1/api-keys', { name: 'K', scopes: ['products:read', 'nope:write', 'products:read'] })), [
       ['scopes[1]', 'invalid_value'],
       ['scopes', 'duplicate_items'],
@@ -89,7 +96,13 @@ describe('validateRequest: every request checked against its OpenAPI operation b
     const ctx = request('GET', '/api/v1/products', undefined, { limit: '2', stauts: 'active' });
     const error = await validateRequest(ctx, async () => undefined).catch((thrown: unknown) => thrown);
     assert.ok(error instanceof ValidationFailed);
-    assert.deepEqual(error.errors, [{ field: 'stauts', code: 'unknown_parameter', message: 'stauts is not a query parameter of products.list; it takes limit, cursor, status, sku, currency' }]);
+    assert.deepEqual(error.errors, [
+      {
+        field: 'stauts',
+        code: 'unknown_parameter',
+        message: 'stauts is not a query parameter of products.list; it takes limit, cursor, status, sku, currency',
+      },
+    ]);
     await passes(request('GET', '/api/v1/products', undefined, { limit: '2', status: 'active' }));
   });
 
@@ -112,7 +125,11 @@ describe('assertMatchesSchema: the same rules for callers that do not come throu
     assert.deepEqual(schemaErrors('ProductCreate', { sku: 'S', title: 'T', price: '1.00', currency: 'EUR' }), []);
     assert.throws(
       () => assertMatchesSchema('ProductCreate', { sku: 'S', title: 5, price: '1.00', currency: 'EUR' }, 'products[3]'),
-      (error: unknown) => error instanceof ValidationFailed && error.errors.length === 1 && error.errors[0]!.field === 'products[3].title' && error.errors[0]!.code === 'invalid_type',
+      (error: unknown) =>
+        error instanceof ValidationFailed &&
+        error.errors.length === 1 &&
+        error.errors[0]!.field === 'products[3].title' &&
+        error.errors[0]!.code === 'invalid_type',
     );
     assert.throws(() => schemaErrors('NoSuchSchema', {}), /NoSuchSchema is not a schema/);
   });

@@ -131,7 +131,11 @@ export const validateRequest: Middleware = async function validateRequest(ctx, n
   if (unknown.length > 0) {
     const accepted = contract.queryNames.size > 0 ? `it takes ${[...contract.queryNames].join(', ')}` : 'it takes none';
     throw new ValidationFailed(
-      unknown.map((name) => ({ field: fieldPath('', name), code: 'unknown_parameter', message: `${name} is not a query parameter of ${contract.operationId}; ${accepted}` })),
+      unknown.map((name) => ({
+        field: fieldPath('', name),
+        code: 'unknown_parameter',
+        message: `${name} is not a query parameter of ${contract.operationId}; ${accepted}`,
+      })),
     );
   }
   const body = (ctx.request as { body?: unknown } | undefined)?.body;

@@ -92,7 +92,10 @@ describe('RevocationList', () => {
   });
 
   it('still honours a suspension the release before announced as merchants.updated (in flight during an upgrade)', () => {
-    const legacy = { ...event('merchants.updated', { status: 'suspended', updated_at: iso(T0) }), data: { object: { status: 'suspended', updated_at: iso(T0) }, previous: { status: 'active' } } } as MerxEvent;
+    const legacy = {
+      ...event('merchants.updated', { status: 'suspended', updated_at: iso(T0) }),
+      data: { object: { status: 'suspended', updated_at: iso(T0) }, previous: { status: 'active' } },
+    } as MerxEvent;
     assert.deepEqual(revocationEntryOf(legacy), { client_id: EVERY_CLIENT, merchant_id: MERCHANT, revoked_at: iso(T0) });
     const profile = { ...legacy, data: { object: { status: 'suspended', updated_at: iso(T0) }, previous: { name: 'Old name' } } } as MerxEvent;
     assert.equal(revocationEntryOf(profile), undefined, 'a profile change of a suspended merchant revokes nothing new');

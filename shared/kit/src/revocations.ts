@@ -98,7 +98,8 @@ export class RevocationList {
 
   isRevoked(subject: RevocationSubject): boolean {
     const revokedBy = (entries: Array<{ merchantId?: string | undefined; revokedAtSeconds: number }> | undefined) =>
-      entries?.some((entry) => (entry.merchantId === undefined || entry.merchantId === subject.merchantId) && subject.issuedAt <= entry.revokedAtSeconds) ?? false;
+      entries?.some((entry) => (entry.merchantId === undefined || entry.merchantId === subject.merchantId) && subject.issuedAt <= entry.revokedAtSeconds) ??
+      false;
     return revokedBy(this.byClient.get(subject.clientId)) || revokedBy(this.byClient.get(EVERY_CLIENT));
   }
 
@@ -133,7 +134,9 @@ export function revocationEntryOf(event: MerxEvent): RevocationEntry | undefined
   if (event.topic === 'apps.grant_revoked') {
     const clientId = object.client_id;
     const revokedAt = object.revoked_at ?? event.created_at;
-    return typeof clientId === 'string' && typeof revokedAt === 'string' ? { client_id: clientId, merchant_id: event.merchant_id, revoked_at: revokedAt } : undefined;
+    return typeof clientId === 'string' && typeof revokedAt === 'string'
+      ? { client_id: clientId, merchant_id: event.merchant_id, revoked_at: revokedAt }
+      : undefined;
   }
   return undefined;
 }
@@ -225,7 +228,11 @@ export async function startRevocationFeed(options: RevocationFeedOptions): Promi
 }
 
 /** The loader of processes other than oauth: the oauth service's internal endpoint. */
-export function httpRevocationLoader(oauthUrl: string, serviceToken: string, options: { timeoutMs?: number } = {}): (since: Date) => Promise<RevocationSnapshot> {
+export function httpRevocationLoader(
+  oauthUrl: string,
+  serviceToken: string,
+  options: { timeoutMs?: number } = {},
+): (since: Date) => Promise<RevocationSnapshot> {
   return async (since) => {
     const response = await fetch(`${oauthUrl}/internal/v1/revocations?since=${encodeURIComponent(since.toISOString())}`, {
       headers: serviceAuthorization(serviceToken),

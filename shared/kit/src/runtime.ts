@@ -36,7 +36,7 @@ export const distributedServiceConfig = (defaultPort: number, defaultAdminPort: 
     MERX_PUBLIC_URL: configFields.httpUrl('http://localhost:8080'),
     MERX_DB_POOL_SIZE: configFields.positiveInt(10),
     MERX_MIGRATIONS: configFields.migrationMode,
-    MERX_SERVICE_TOKEN: configFields.secret('the credential services present to each other\'s internal routes'),
+    MERX_SERVICE_TOKEN: configFields.secret("the credential services present to each other's internal routes"),
     MERX_DB_CONNECT_TIMEOUT_MS: configFields.milliseconds(DEFAULT_CONNECT_TIMEOUT_MS),
     MERX_DB_STATEMENT_TIMEOUT_MS: configFields.milliseconds(DEFAULT_STATEMENT_TIMEOUT_MS),
     MERX_DB_PREPARED_STATEMENTS: configFields.preparedStatements,
@@ -82,7 +82,12 @@ export interface InfrastructureOptions {
   loadRevocations?(db: Db): (since: Date) => Promise<RevocationSnapshot>;
 }
 
-export async function connectDistributedInfrastructure(service: string, config: DistributedServiceConfig, logger: Logger, options: InfrastructureOptions = {}): Promise<Infrastructure> {
+export async function connectDistributedInfrastructure(
+  service: string,
+  config: DistributedServiceConfig,
+  logger: Logger,
+  options: InfrastructureOptions = {},
+): Promise<Infrastructure> {
   const db = createPostgresDb(config.DATABASE_URL, {
     maxConnections: config.MERX_DB_POOL_SIZE,
     applicationName: `merx-${service}`,
@@ -100,7 +105,12 @@ export async function connectDistributedInfrastructure(service: string, config: 
     logger,
     load: options.loadRevocations ? options.loadRevocations(db) : httpRevocationLoader(config.MERX_OAUTH_URL, config.MERX_SERVICE_TOKEN),
   });
-  const verifier = createJwksTokenVerifier({ jwksUrl: config.MERX_JWKS_URL ?? jwksUrlOf(config.MERX_OAUTH_URL), issuer: issuerOf(config.MERX_PUBLIC_URL), audience: API_AUDIENCE, revocations });
+  const verifier = createJwksTokenVerifier({
+    jwksUrl: config.MERX_JWKS_URL ?? jwksUrlOf(config.MERX_OAUTH_URL),
+    issuer: issuerOf(config.MERX_PUBLIC_URL),
+    audience: API_AUDIENCE,
+    revocations,
+  });
   return {
     db,
     bus,

@@ -26,7 +26,10 @@ describe('sealed secrets', () => {
 
   it('refuses a value sealed under a key the ring does not list', () => {
     const sealed = SecretKeyRing.parse(oldEntry).seal(secret, row);
-    assert.throws(() => SecretKeyRing.parse(newEntry).open(sealed, row), (error: Error) => error instanceof UnsealError && /key old/.test(error.message));
+    assert.throws(
+      () => SecretKeyRing.parse(newEntry).open(sealed, row),
+      (error: Error) => error instanceof UnsealError && /key old/.test(error.message),
+    );
   });
 
   it('refuses a key id that names other key bytes', () => {

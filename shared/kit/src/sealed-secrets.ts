@@ -52,7 +52,10 @@ export function sealedKeyId(value: string): string | undefined {
 
 /** The ordered keys of MERX_SECRETS_KEYS: the first seals, every one opens. */
 export class SecretKeyRing {
-  private constructor(private readonly keys: ReadonlyMap<string, Buffer>, readonly activeKeyId: string) {}
+  private constructor(
+    private readonly keys: ReadonlyMap<string, Buffer>,
+    readonly activeKeyId: string,
+  ) {}
 
   /** `keyId:base64-of-32-bytes[,keyId:…]`; throws SecretKeyRingError naming what is wrong (never the key). */
   static parse(text: string): SecretKeyRing {
@@ -113,7 +116,10 @@ export class SecretKeyRing {
     if (!isSealed(stored)) return stored;
     const [keyId, encoded, ...rest] = stored.slice(SEALED_PREFIX.length).split(':');
     const key = keyId === undefined ? undefined : this.keys.get(keyId);
-    if (!key) throw new UnsealError(`a secret is sealed under key ${keyId ?? '?'}, which MERX_SECRETS_KEYS does not list (keep the old key until secrets:reseal has run)`);
+    if (!key)
+      throw new UnsealError(
+        `a secret is sealed under key ${keyId ?? '?'}, which MERX_SECRETS_KEYS does not list (keep the old key until secrets:reseal has run)`,
+      );
     const bytes = Buffer.from(encoded ?? '', 'base64url');
     if (rest.length > 0 || bytes.length < IV_BYTES + TAG_BYTES) throw new UnsealError('a sealed secret is malformed');
     try {
@@ -122,7 +128,9 @@ export class SecretKeyRing {
       decipher.setAuthTag(bytes.subarray(bytes.length - TAG_BYTES));
       return Buffer.concat([decipher.update(bytes.subarray(IV_BYTES, bytes.length - TAG_BYTES)), decipher.final()]).toString('utf8');
     } catch {
-      throw new UnsealError(`a secret sealed under key ${keyId} does not open for ${context.merchantId}/${context.recordId} (altered, or copied from another record)`);
+      throw new UnsealError(
+        `a secret sealed under key ${keyId} does not open for ${context.merchantId}/${context.recordId} (altered, or copied from another record)`,
+      );
     }
   }
 
@@ -192,7 +200,7 @@ export async function resealSecretColumns(db: Db, ring: SecretKeyRing, target: S
   const current = `${SEALED_PREFIX}${ring.activeKeyId}:%`;
   const stale = target.columns.map((column) => `(${column} IS NOT NULL AND ${column} NOT LIKE $1)`).join(' OR ');
   let changed = 0;
-  for (let after: [string, string] = ['', '']; ; ) {
+  for (let after: [string, string] = ['', '']; ;) {
     const batch = await db.transaction(async (tx: Queryable) => {
       const { rows } = await tx.query<Record<string, string | null>>(
         `SELECT merchant_id, id, ${target.columns.join(', ')} FROM ${target.table}

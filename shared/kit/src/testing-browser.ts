@@ -26,10 +26,12 @@ export class Browser {
       const eq = pair!.indexOf('=');
       const name = pair!.slice(0, eq);
       const value = pair!.slice(eq + 1);
-      const attrs = new Map(attributes.map((attr) => {
-        const [key, ...rest] = attr.split('=');
-        return [key!.toLowerCase(), rest.join('=')] as const;
-      }));
+      const attrs = new Map(
+        attributes.map((attr) => {
+          const [key, ...rest] = attr.split('=');
+          return [key!.toLowerCase(), rest.join('=')] as const;
+        }),
+      );
       const expires = attrs.get('expires');
       const deleted = value === '' || attrs.get('max-age') === '0' || (expires !== undefined && Date.parse(expires) <= Date.now());
       const key = `${name}@${attrs.get('path') ?? '/'}`;
@@ -45,7 +47,10 @@ export class Browser {
       .join('; ');
   }
 
-  async request(url: string, init: { method?: string; form?: Record<string, string> } = {}): Promise<{ status: number; location: string | undefined; text: string; headers: Headers }> {
+  async request(
+    url: string,
+    init: { method?: string; form?: Record<string, string> } = {},
+  ): Promise<{ status: number; location: string | undefined; text: string; headers: Headers }> {
     const target = new URL(url, this.origin);
     const headers: Record<string, string> = { accept: 'text/html', ...this.headers };
     const cookie = this.cookieHeader(target.pathname);

@@ -38,7 +38,15 @@ interface ExportRequest {
   resourceSpans?: Array<{
     resource?: { attributes?: KeyValue[] };
     scopeSpans?: Array<{
-      spans?: Array<{ traceId: string; spanId: string; parentSpanId?: string; name: string; kind: number; attributes?: KeyValue[]; links?: Array<{ traceId: string; spanId: string }> }>;
+      spans?: Array<{
+        traceId: string;
+        spanId: string;
+        parentSpanId?: string;
+        name: string;
+        kind: number;
+        attributes?: KeyValue[];
+        links?: Array<{ traceId: string; spanId: string }>;
+      }>;
     }>;
   }>;
 }

@@ -113,13 +113,19 @@ export class HandledDeliveries {
 
   /** Resolves once `times` deliveries of the event have been handled. */
   until(eventId: string, times = 1): Promise<void> {
-    return this.waitFor(() => this.count(eventId) >= times, () => `${eventId} handled ${times} times (${this.count(eventId)} so far)`);
+    return this.waitFor(
+      () => this.count(eventId) >= times,
+      () => `${eventId} handled ${times} times (${this.count(eventId)} so far)`,
+    );
   }
 
   /** The first handled event that matches, once there is one. */
   async find(matches: (event: MerxEvent) => boolean): Promise<MerxEvent> {
     let found: MerxEvent | undefined;
-    await this.waitFor(() => (found = this.handled.find(matches)) !== undefined, () => 'a matching event handled');
+    await this.waitFor(
+      () => (found = this.handled.find(matches)) !== undefined,
+      () => 'a matching event handled',
+    );
     return found!;
   }
 
@@ -176,9 +182,21 @@ export class ContractClient {
     }
     const response = await fetch(`${this.baseUrl}${path}`, init);
     const text = await response.text();
-    const problems = this.contract.validateResponse({ method, path, status: response.status, contentType: response.headers.get('content-type'), body: text, headers: response.headers });
+    const problems = this.contract.validateResponse({
+      method,
+      path,
+      status: response.status,
+      contentType: response.headers.get('content-type'),
+      body: text,
+      headers: response.headers,
+    });
     if (problems.length > 0) throw new Error(`${method} ${path} answered outside the contract:\n${problems.join('\n')}\n${text.slice(0, 1500)}`);
-    return { status: response.status, headers: response.headers, text, body: text && /json/.test(response.headers.get('content-type') ?? '') ? JSON.parse(text) : undefined };
+    return {
+      status: response.status,
+      headers: response.headers,
+      text,
+      body: text && /json/.test(response.headers.get('content-type') ?? '') ? JSON.parse(text) : undefined,
+    };
   }
 
   get = (path: string) => this.request('GET', path);

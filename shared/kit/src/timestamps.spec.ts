@@ -11,7 +11,20 @@ describe('timestamps clients send', () => {
   });
 
   it('refuses what names no real time, year 0, no zone, and anything but a string', () => {
-    for (const value of ['0000-01-01T00:00:00Z', '2026-02-30T00:00:00Z', '2025-02-29T00:00:00Z', '2026-13-01T00:00:00Z', '2026-11-22T24:00:00Z', '2026-11-22T10:60:00Z', '2026-11-22T10:00:00', '2026-11-22', 'yesterday', '2026-11-22T10:00:00+25:00', 1_700_000_000, null]) {
+    for (const value of [
+      '0000-01-01T00:00:00Z',
+      '2026-02-30T00:00:00Z',
+      '2025-02-29T00:00:00Z',
+      '2026-13-01T00:00:00Z',
+      '2026-11-22T24:00:00Z',
+      '2026-11-22T10:60:00Z',
+      '2026-11-22T10:00:00',
+      '2026-11-22',
+      'yesterday',
+      '2026-11-22T10:00:00+25:00',
+      1_700_000_000,
+      null,
+    ]) {
       assert.equal(parseTimestamp(value), undefined, String(value));
     }
   });
@@ -20,6 +33,9 @@ describe('timestamps clients send', () => {
     const errors: FieldError[] = [];
     assert.equal(parseTimeFilter({}, 'since', errors), undefined);
     assert.equal(parseTimeFilter({ since: '0000-01-01T00:00:00Z' }, 'since', errors), undefined);
-    assert.deepEqual(errors.map((error) => [error.field, error.code]), [['since', 'invalid_timestamp']]);
+    assert.deepEqual(
+      errors.map((error) => [error.field, error.code]),
+      [['since', 'invalid_timestamp']],
+    );
   });
 });

@@ -29,6 +29,7 @@ export function parseTimeFilter(query: Record<string, unknown>, name: string, er
   const value = query[name];
   if (value === undefined) return undefined;
   const time = parseTimestamp(value);
-  if (!time) errors.push({ field: name, code: 'invalid_timestamp', message: `${name} must be an ISO 8601 timestamp with a zone, such as 2026-11-22T10:04:05.123Z` });
+  if (!time)
+    errors.push({ field: name, code: 'invalid_timestamp', message: `${name} must be an ISO 8601 timestamp with a zone, such as 2026-11-22T10:04:05.123Z` });
   return time;
 }

@@ -42,10 +42,21 @@ const otlpUrl = z.preprocess(
 );
 const otlpProtocol = z.preprocess(
   unsetWhenEmpty,
-  z.enum(['http/protobuf', 'http/json'], { error: 'must be http/protobuf or http/json (OTLP over gRPC is not built in; point it at a collector\'s HTTP port, 4318)' }).optional(),
+  z
+    .enum(['http/protobuf', 'http/json'], {
+      error: "must be http/protobuf or http/json (OTLP over gRPC is not built in; point it at a collector's HTTP port, 4318)",
+    })
+    .optional(),
 );
 
-export const TRACE_SAMPLERS = ['always_on', 'always_off', 'traceidratio', 'parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio'] as const;
+export const TRACE_SAMPLERS = [
+  'always_on',
+  'always_off',
+  'traceidratio',
+  'parentbased_always_on',
+  'parentbased_always_off',
+  'parentbased_traceidratio',
+] as const;
 
 /** The standard OTel variables we honour; the exporter itself also reads OTEL_EXPORTER_OTLP_HEADERS and _TIMEOUT. */
 export const tracingSettingsSchema = z
@@ -57,13 +68,25 @@ export const tracingSettingsSchema = z
     OTEL_EXPORTER_OTLP_PROTOCOL: otlpProtocol,
     OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: otlpProtocol,
     OTEL_SERVICE_NAME: z.preprocess(unsetWhenEmpty, z.string().optional()),
-    OTEL_TRACES_SAMPLER: z.preprocess(unsetWhenEmpty, z.enum(TRACE_SAMPLERS, { error: `must be one of ${TRACE_SAMPLERS.join(', ')}` }).default('parentbased_always_on')),
-    OTEL_TRACES_SAMPLER_ARG: z.preprocess(unsetWhenEmpty, z.coerce.number({ error: 'must be a ratio between 0 and 1' }).min(0, 'must be a ratio between 0 and 1').max(1, 'must be a ratio between 0 and 1').optional()),
+    OTEL_TRACES_SAMPLER: z.preprocess(
+      unsetWhenEmpty,
+      z.enum(TRACE_SAMPLERS, { error: `must be one of ${TRACE_SAMPLERS.join(', ')}` }).default('parentbased_always_on'),
+    ),
+    OTEL_TRACES_SAMPLER_ARG: z.preprocess(
+      unsetWhenEmpty,
+      z.coerce
+        .number({ error: 'must be a ratio between 0 and 1' })
+        .min(0, 'must be a ratio between 0 and 1')
+        .max(1, 'must be a ratio between 0 and 1')
+        .optional(),
+    ),
   })
   .transform((env) => ({
     disabled: env.OTEL_SDK_DISABLED === 'true' || env.OTEL_TRACES_EXPORTER === 'none',
     // The signal-specific endpoint is used as given; the general one gets the traces path (OTLP spec).
-    endpoint: env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? (env.OTEL_EXPORTER_OTLP_ENDPOINT ? `${env.OTEL_EXPORTER_OTLP_ENDPOINT.replace(/\/+$/, '')}/v1/traces` : undefined),
+    endpoint:
+      env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ??
+      (env.OTEL_EXPORTER_OTLP_ENDPOINT ? `${env.OTEL_EXPORTER_OTLP_ENDPOINT.replace(/\/+$/, '')}/v1/traces` : undefined),
     protocol: env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? env.OTEL_EXPORTER_OTLP_PROTOCOL ?? 'http/protobuf',
     serviceName: env.OTEL_SERVICE_NAME,
     sampler: env.OTEL_TRACES_SAMPLER,
@@ -228,12 +251,22 @@ export function startServerSpan(options: ServerSpanOptions): ServerSpan | undefi
 }
 
 /** A CLIENT span around a call to another service, its context added to `headers`. */
-export function inClientSpan<T>(peer: string, method: string, url: string, headers: Record<string, string>, work: (span: Span | undefined) => Promise<T>): Promise<T> {
+export function inClientSpan<T>(
+  peer: string,
+  method: string,
+  url: string,
+  headers: Record<string, string>,
+  work: (span: Span | undefined) => Promise<T>,
+): Promise<T> {
   if (!enabled) return work(undefined);
-  return inSpan(`${method} ${peer}`, { kind: SpanKind.CLIENT, attributes: { 'http.request.method': method, 'url.full': url, 'merx.peer.service': peer } }, (span) => {
-    injectTraceHeaders(headers);
-    return work(span);
-  });
+  return inSpan(
+    `${method} ${peer}`,
+    { kind: SpanKind.CLIENT, attributes: { 'http.request.method': method, 'url.full': url, 'merx.peer.service': peer } },
+    (span) => {
+      injectTraceHeaders(headers);
+      return work(span);
+    },
+  );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -253,7 +286,12 @@ export function traceQuery<T>(system: 'postgres' | 'pglite', sql: string, work: 
     operation,
     {
       kind: SpanKind.CLIENT,
-      attributes: { 'db.system.name': 'postgresql', 'db.operation.name': operation, 'db.query.text': sql.length > MAX_STATEMENT_TEXT ? `${sql.slice(0, MAX_STATEMENT_TEXT)}…` : sql, 'merx.db.driver': system === 'postgres' ? 'pg' : 'pglite' },
+      attributes: {
+        'db.system.name': 'postgresql',
+        'db.operation.name': operation,
+        'db.query.text': sql.length > MAX_STATEMENT_TEXT ? `${sql.slice(0, MAX_STATEMENT_TEXT)}…` : sql,
+        'merx.db.driver': system === 'postgres' ? 'pg' : 'pglite',
+      },
     },
     work,
   );
@@ -317,7 +355,13 @@ export function startPublishSpan(event: { id: string; topic: string }, service: 
     `publish ${event.topic}`,
     {
       kind: SpanKind.PRODUCER,
-      attributes: { 'messaging.system': system, 'messaging.operation.type': 'send', 'messaging.destination.name': event.topic, 'messaging.message.id': event.id, 'merx.service': service },
+      attributes: {
+        'messaging.system': system,
+        'messaging.operation.type': 'send',
+        'messaging.destination.name': event.topic,
+        'messaging.message.id': event.id,
+        'merx.service': service,
+      },
     },
     parent,
   );

@@ -1,7 +1,16 @@
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:net';
 import { request } from 'undici';
-import { adminListenerSettings, ConfigError, ensureAdminPortFree, loadConfig, startAdminServer, z, type ReadinessCheck, type RunningServer } from '../src/index.js';
+import {
+  adminListenerSettings,
+  ConfigError,
+  ensureAdminPortFree,
+  loadConfig,
+  startAdminServer,
+  z,
+  type ReadinessCheck,
+  type RunningServer,
+} from '../src/index.js';
 import { silentLogger } from './support.js';
 
 interface Answer {
@@ -53,7 +62,12 @@ describe('admin listener', () => {
   it('names every check by service, with no degradation while all is well', async () => {
     const ready = await get(`${admin.url}/readyz`);
     assert.equal(ready.status, 200);
-    assert.deepEqual(ready.json, { status: 'ready', checks: { 'gateway.catalog': 'ok', 'catalog.database': 'ok', 'catalog.bus': 'ok' }, details: {}, degraded: [] });
+    assert.deepEqual(ready.json, {
+      status: 'ready',
+      checks: { 'gateway.catalog': 'ok', 'catalog.database': 'ok', 'catalog.bus': 'ok' },
+      details: {},
+      degraded: [],
+    });
   });
 
   it('lists a degraded dependency with its detail and stays ready', async () => {
@@ -102,7 +116,10 @@ describe('admin listener settings', () => {
   });
 
   it('refuses a port that is not one before anything opens', () => {
-    assert.throws(() => loadConfig('catalog', schema, { ADMIN_PORT: 'metrics' }), (error: unknown) => error instanceof ConfigError && /ADMIN_PORT must be a port number/.test(error.message));
+    assert.throws(
+      () => loadConfig('catalog', schema, { ADMIN_PORT: 'metrics' }),
+      (error: unknown) => error instanceof ConfigError && /ADMIN_PORT must be a port number/.test(error.message),
+    );
     assert.throws(() => loadConfig('catalog', schema, { ADMIN_PORT: '70000' }), ConfigError);
   });
 
@@ -111,7 +128,10 @@ describe('admin listener settings', () => {
     await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
     const { port } = holder.address() as { port: number };
     try {
-      await assert.rejects(ensureAdminPortFree({ ADMIN_PORT: port, ADMIN_HOST: '127.0.0.1' }), /port \d+ on 127\.0\.0\.1 is in use by another process; stop it or choose another ADMIN_PORT/);
+      await assert.rejects(
+        ensureAdminPortFree({ ADMIN_PORT: port, ADMIN_HOST: '127.0.0.1' }),
+        /port \d+ on 127\.0\.0\.1 is in use by another process; stop it or choose another ADMIN_PORT/,
+      );
     } finally {
       holder.close();
     }

@@ -1,6 +1,17 @@
 import assert from 'node:assert/strict';
 import { AmqpBus, brokerNamesOf, buildEvent, poisonQueueOf, Unavailable, type DeliveryInfo, type MerxEvent } from '../src/index.js';
-import { AMQP_URL, deleteDeployment, deleteWorkQueue, silentLogger, TcpProxy, testDeployment, uniqueName, waitFor, withAmqpChannel, withAmqpConnection } from './support.js';
+import {
+  AMQP_URL,
+  deleteDeployment,
+  deleteWorkQueue,
+  silentLogger,
+  TcpProxy,
+  testDeployment,
+  uniqueName,
+  waitFor,
+  withAmqpChannel,
+  withAmqpConnection,
+} from './support.js';
 
 const MERCHANT = 'mch_01jd3k7q8m2x4v6b9c0d1e2f3g';
 
@@ -41,11 +52,12 @@ describe('AmqpBus against RabbitMQ', () => {
     const created = [event('created', 1), event('created', 2)];
     await bus.publish([...created, event('deleted', 3)]);
     await waitFor(() => received.length === 2, 'two deliveries');
+    assert.deepEqual(received.map((e) => e.id).sort(), created.map((e) => e.id).sort());
     assert.deepEqual(
-      received.map((e) => e.id).sort(),
-      created.map((e) => e.id).sort(),
+      received.find((e) => e.id === created[0]!.id),
+      created[0],
+      'the envelope arrives unchanged',
     );
-    assert.deepEqual(received.find((e) => e.id === created[0]!.id), created[0], 'the envelope arrives unchanged');
     assert.deepEqual(infos, [
       { redelivered: false, deliveryCount: 1 },
       { redelivered: false, deliveryCount: 1 },
@@ -173,7 +185,7 @@ describe('AmqpBus against RabbitMQ', () => {
     }
   });
 
-  it('keeps two deployments on one broker apart: neither sees the other\'s events, on the same queue and topic names', async () => {
+  it("keeps two deployments on one broker apart: neither sees the other's events, on the same queue and topic names", async () => {
     const other = testDeployment();
     const otherBus = await AmqpBus.connect({ url: AMQP_URL, service: 'kit-test', logger: silentLogger, deployment: other });
     const queue = queueName();
@@ -224,16 +236,18 @@ describe('AmqpBus against RabbitMQ', () => {
     const consumer = await upgraded.consume({ queue: legacy, bindings: [topic] }, async (e) => void received.push(e.id));
     try {
       const gone = () =>
-        withAmqpChannel((channel) => channel.checkQueue(legacy).then(() => false, () => true));
+        withAmqpChannel((channel) =>
+          channel.checkQueue(legacy).then(
+            () => false,
+            () => true,
+          ),
+        );
       await waitFor(async () => held.every((e) => received.includes(e.id)) && (await gone()), 'the held events handled and the old queue deleted');
       // From now on events reach the new queue alone: each arrives once.
       const fresh = [event('legacy', 4), event('legacy', 5)];
       await upgraded.publish(fresh);
       await waitFor(() => fresh.every((e) => received.includes(e.id)), 'events published after the upgrade');
-      assert.deepEqual(
-        received.filter((id) => fresh.some((e) => e.id === id)).sort(),
-        fresh.map((e) => e.id).sort(),
-      );
+      assert.deepEqual(received.filter((id) => fresh.some((e) => e.id === id)).sort(), fresh.map((e) => e.id).sort());
       assert.deepEqual([...new Set(received)].sort(), [...held, ...fresh].map((e) => e.id).sort(), 'nothing held in the old queue was lost');
     } finally {
       await consumer.close();

@@ -22,7 +22,18 @@ import {
   type RetryPolicy,
   Unavailable,
 } from '../src/index.js';
-import { AMQP_URL, connectPostgres, deleteDeployment, dropSchema, sharedPglite, silentLogger, testDeployment, uniqueName, waitFor, withAmqpChannel } from './support.js';
+import {
+  AMQP_URL,
+  connectPostgres,
+  deleteDeployment,
+  dropSchema,
+  sharedPglite,
+  silentLogger,
+  testDeployment,
+  uniqueName,
+  waitFor,
+  withAmqpChannel,
+} from './support.js';
 
 const MERCHANT = 'mch_01jd3k7q8m2x4v6b9c0d1e2f3g';
 
@@ -67,15 +78,19 @@ describe('AmqpBus retries, poison and replay against RabbitMQ', function () {
     });
     await bus.publish([event('flaky')]);
     await waitFor(() => deliveries.length === 3, 'the third delivery');
-    assert.deepEqual(deliveries.map(({ at: _at, ...info }) => info), [
-      { redelivered: false, deliveryCount: 1 },
-      { redelivered: true, deliveryCount: 2 },
-      { redelivered: true, deliveryCount: 3 },
-    ]);
+    assert.deepEqual(
+      deliveries.map(({ at: _at, ...info }) => info),
+      [
+        { redelivered: false, deliveryCount: 1 },
+        { redelivered: true, deliveryCount: 2 },
+        { redelivered: true, deliveryCount: 3 },
+      ],
+    );
     const waits = [deliveries[1]!.at - deliveries[0]!.at, deliveries[2]!.at - deliveries[1]!.at];
     assert.ok(waits[0]! >= 380 && waits[1]! >= 780, `retried after ${waits.map(Math.round).join(' and ')} ms`);
     await withAmqpChannel(async (channel) => {
-      for (const ms of RETRY.delaysMs) assert.equal((await channel.checkQueue(retryQueueOf(names.queue(queue), ms))).messageCount, 0, 'the retry queues exist, empty again');
+      for (const ms of RETRY.delaysMs)
+        assert.equal((await channel.checkQueue(retryQueueOf(names.queue(queue), ms))).messageCount, 0, 'the retry queues exist, empty again');
     });
     assert.deepEqual(await bus.poison.counts([queue]), { [queue]: 0 });
     await consumer.close();
@@ -94,7 +109,10 @@ describe('AmqpBus retries, poison and replay against RabbitMQ', function () {
     await bus.publish([event('outage')]);
     await waitFor(() => handled, 'the delivery after the outage', 20_000);
     assert.equal(deliveries.length, 6, 'five outage retries, more than the delivery limit of 3');
-    assert.ok(deliveries.every((info) => info.deliveryCount === 1), `counted as failures: ${JSON.stringify(deliveries)}`);
+    assert.ok(
+      deliveries.every((info) => info.deliveryCount === 1),
+      `counted as failures: ${JSON.stringify(deliveries)}`,
+    );
     assert.deepEqual(await bus.poison.counts([queue]), { [queue]: 0 });
     await consumer.close();
   });
@@ -116,7 +134,10 @@ describe('AmqpBus retries, poison and replay against RabbitMQ', function () {
 
     const listed = await bus.poison.list(queue, 10);
     assert.equal(listed.total, 2);
-    assert.deepEqual(listed.messages.map((m) => m.event), [first, second]);
+    assert.deepEqual(
+      listed.messages.map((m) => m.event),
+      [first, second],
+    );
     for (const message of listed.messages) {
       assert.equal(message.queue, queue);
       assert.equal(message.failures, 2);
@@ -125,17 +146,27 @@ describe('AmqpBus retries, poison and replay against RabbitMQ', function () {
     }
     const again = await bus.poison.list(queue, 1);
     assert.equal(again.total, 2, 'listing leaves every message where it was');
-    assert.deepEqual(again.messages.map((m) => m.event.id), [first!.id], 'in the same order');
+    assert.deepEqual(
+      again.messages.map((m) => m.event.id),
+      [first!.id],
+      'in the same order',
+    );
 
     failing = false;
     assert.equal(await bus.poison.replay(queue, [second!.id]), 1);
     await waitFor(() => handled.length === 1, 'the replayed message handled');
     assert.deepEqual(handled, [{ redelivered: false, deliveryCount: 1 }], 'a fresh count');
-    assert.deepEqual((await bus.poison.list(queue, 10)).messages.map((m) => m.event.id), [first!.id]);
+    assert.deepEqual(
+      (await bus.poison.list(queue, 10)).messages.map((m) => m.event.id),
+      [first!.id],
+    );
     assert.equal(await bus.poison.replay(queue), 1);
     await waitFor(() => handled.length === 2, 'the rest replayed');
     assert.deepEqual(await bus.poison.counts([queue]), { [queue]: 0 });
-    assert.deepEqual(bus.poison.consumedQueues().filter((name) => name === queue), [queue]);
+    assert.deepEqual(
+      bus.poison.consumedQueues().filter((name) => name === queue),
+      [queue],
+    );
     await consumer.close();
   });
 
@@ -207,7 +238,7 @@ for (const backend of durableBackends) {
     });
     after(async () => close());
 
-    it('stores a publication within the caller\'s transaction: a rollback leaves nothing, a commit delivers', async () => {
+    it("stores a publication within the caller's transaction: a rollback leaves nothing, a commit delivers", async () => {
       const bus = await open();
       const received: string[] = [];
       await bus.consume({ queue: 'tx.events', bindings: ['things.*'] }, async (e) => void received.push(e.id));
@@ -261,7 +292,7 @@ for (const backend of durableBackends) {
       assert.deepEqual(await second.poison.counts(['reopen.events']), { 'reopen.events': 0 });
     });
 
-    it('takes events from the outbox into its queue table in the relay\'s own transaction', async () => {
+    it("takes events from the outbox into its queue table in the relay's own transaction", async () => {
       const bus = await open();
       const outboxSchema = uniqueName('kit_test_');
       await migrateSchema(db, outboxSchema, [outboxMigration, outboxTraceContextMigration]);
@@ -276,7 +307,10 @@ for (const backend of durableBackends) {
         await outbox.transaction(async (_tx, emit) => emit(event));
         assert.equal(await relay.relayBatch(), 1);
         assert.deepEqual(await rows(`${outboxSchema}.outbox`), []);
-        assert.deepEqual((await rows(`${schema}.messages`)).map((row) => [row.queue, row.event_id]), [['relay.events', event.id]]);
+        assert.deepEqual(
+          (await rows(`${schema}.messages`)).map((row) => [row.queue, row.event_id]),
+          [['relay.events', event.id]],
+        );
         await bus.consume({ queue: 'relay.events', bindings: ['things.*'] }, async (e) => void received.push(e.id));
         await waitFor(() => received.length === 1, 'the relayed delivery');
         await waitFor(async () => (await rows(`${schema}.messages`)).length === 0, 'the acked row deleted');
@@ -313,7 +347,10 @@ describe('the embedded bus across a restart of its PGlite data directory', funct
       const early = buildEvent('products.created', MERCHANT, { object: { n: 1 } });
       await bus.publish([early]);
       const { messages } = await bus.poison.list('audit.events', 10);
-      assert.deepEqual(messages.map((m) => m.event), [lost]);
+      assert.deepEqual(
+        messages.map((m) => m.event),
+        [lost],
+      );
       const received: string[] = [];
       await bus.consume({ queue: 'audit.events', bindings: ['#'] }, async (e) => void received.push(e.id));
       await waitFor(() => received.length === 1, 'the early publication');

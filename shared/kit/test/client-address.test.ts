@@ -3,7 +3,16 @@ import { Writable } from 'node:stream';
 import Koa from 'koa';
 import { pino } from 'pino';
 import { request } from 'undici';
-import { currentContext, listen, parseProxyList, proxyTrust, requestContextMiddleware, type Logger, type ProxyTrust, type RunningServer } from '../src/index.js';
+import {
+  currentContext,
+  listen,
+  parseProxyList,
+  proxyTrust,
+  requestContextMiddleware,
+  type Logger,
+  type ProxyTrust,
+  type RunningServer,
+} from '../src/index.js';
 
 /** A service that answers with the client address its request context settled on. */
 async function serveAddress(options: { trustedProxies?: ProxyTrust; logger?: Logger } = {}): Promise<RunningServer> {

@@ -33,7 +33,10 @@ describe('a database that does not answer makes a 503, never a hang or a 500', (
   it('cancels a statement past the statement timeout and answers 503 unavailable with Retry-After', async () => {
     const db = createPostgresDb(DATABASE_URL, { maxConnections: 1, statementTimeoutMs: 200 });
     const server = await serviceOver(db, 'SELECT pg_sleep(5)');
-    closing.push(() => db.close(), () => server.close());
+    closing.push(
+      () => db.close(),
+      () => server.close(),
+    );
     const answer = await answerOf(server);
     assert.equal(answer.status, 503, JSON.stringify(answer.body));
     assert.equal(answer.body.code, 'unavailable');
@@ -52,7 +55,10 @@ describe('a database that does not answer makes a 503, never a hang or a 500', (
     });
     const db = createPostgresDb(`postgres://postgres@127.0.0.1:${port}/postgres`, { maxConnections: 1, connectTimeoutMs: 300 });
     const server = await serviceOver(db, 'SELECT 1');
-    closing.push(() => db.close().catch(() => undefined), () => server.close());
+    closing.push(
+      () => db.close().catch(() => undefined),
+      () => server.close(),
+    );
     const answer = await answerOf(server);
     assert.equal(answer.status, 503, JSON.stringify(answer.body));
     assert.equal(answer.body.code, 'unavailable');
@@ -62,7 +68,10 @@ describe('a database that does not answer makes a 503, never a hang or a 500', (
   it('answers 503 while nothing listens at the database address', async () => {
     const db = createPostgresDb(`postgres://postgres@127.0.0.1:${await freePort()}/postgres`, { maxConnections: 1 });
     const server = await serviceOver(db, 'SELECT 1');
-    closing.push(() => db.close().catch(() => undefined), () => server.close());
+    closing.push(
+      () => db.close().catch(() => undefined),
+      () => server.close(),
+    );
     const answer = await answerOf(server);
     assert.equal(answer.status, 503);
     assert.equal(answer.body.code, 'unavailable');
@@ -71,7 +80,10 @@ describe('a database that does not answer makes a 503, never a hang or a 500', (
   it('survives the connection ending in the middle of a transaction: the transaction fails, the process goes on', async () => {
     const db = createPostgresDb(DATABASE_URL, { maxConnections: 1 });
     const admin = createPostgresDb(DATABASE_URL, { maxConnections: 1 });
-    closing.push(() => db.close(), () => admin.close());
+    closing.push(
+      () => db.close(),
+      () => admin.close(),
+    );
     const outcome = db.transaction(async (tx) => {
       const { rows } = await tx.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
       await admin.query('SELECT pg_terminate_backend($1)', [rows[0]!.pid]);
@@ -86,7 +98,10 @@ describe('a database that does not answer makes a 503, never a hang or a 500', (
   it('keeps a wrong statement a 500: only unavailability is a 503', async () => {
     const db = createPostgresDb(DATABASE_URL, { maxConnections: 1 });
     const server = await serviceOver(db, 'SELEC 1');
-    closing.push(() => db.close(), () => server.close());
+    closing.push(
+      () => db.close(),
+      () => server.close(),
+    );
     assert.equal((await answerOf(server)).status, 500);
     assert.equal(isDatabaseUnavailable({ code: '42601', message: 'syntax error at or near "SELEC"' }), false);
     assert.equal(isDatabaseUnavailable({ code: '57P01', message: 'terminating connection due to administrator command' }), true);

@@ -4,9 +4,25 @@ import { bulkStreamHandler, createLogger, grpc, trustedMerchantId, type AccessCl
 const identity = { serialize: (bytes: Buffer) => bytes, deserialize: (bytes: Buffer) => bytes };
 const METHOD = '/merx.test.Bulk/Upsert';
 const definition: grpc.ServiceDefinition = {
-  Upsert: { path: METHOD, requestStream: true, responseStream: true, requestSerialize: identity.serialize, requestDeserialize: identity.deserialize, responseSerialize: identity.serialize, responseDeserialize: identity.deserialize },
+  Upsert: {
+    path: METHOD,
+    requestStream: true,
+    responseStream: true,
+    requestSerialize: identity.serialize,
+    requestDeserialize: identity.deserialize,
+    responseSerialize: identity.serialize,
+    responseDeserialize: identity.deserialize,
+  },
 };
-const claims: AccessClaims = { merchantId: trustedMerchantId('mch_01jd3k7q8m2x4v6b9c0d1e2f3g'), clientId: 'mx_test_bulk', scopes: new Set(['bulk:test']), tokenId: undefined, expiresAt: Date.now() / 1000 + 900, issuedAt: Math.floor(Date.now() / 1000), actor: { type: 'api_key', id: 'mx_test_bulk' } };
+const claims: AccessClaims = {
+  merchantId: trustedMerchantId('mch_01jd3k7q8m2x4v6b9c0d1e2f3g'),
+  clientId: 'mx_test_bulk',
+  scopes: new Set(['bulk:test']),
+  tokenId: undefined,
+  expiresAt: Date.now() / 1000 + 900,
+  issuedAt: Math.floor(Date.now() / 1000),
+  actor: { type: 'api_key', id: 'mx_test_bulk' },
+};
 const verifier: TokenVerifier = { verify: async () => claims };
 
 describe('bulk streams (bulkStreamHandler) over a real gRPC connection', function () {
@@ -32,7 +48,9 @@ describe('bulk streams (bulkStreamHandler) over a real gRPC connection', functio
         },
       }),
     });
-    const port = await new Promise<number>((resolve, reject) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (error, bound) => (error ? reject(error) : resolve(bound))));
+    const port = await new Promise<number>((resolve, reject) =>
+      server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (error, bound) => (error ? reject(error) : resolve(bound))),
+    );
     address = `127.0.0.1:${port}`;
   });
 
@@ -58,7 +76,10 @@ describe('bulk streams (bulkStreamHandler) over a real gRPC connection', functio
     for (let i = 0; i < 300; i += 1) call.write(Buffer.from('x'));
     call.end();
     await ended;
-    assert.deepEqual(answers, Array.from({ length: 300 }, (_, i) => String(i)));
+    assert.deepEqual(
+      answers,
+      Array.from({ length: 300 }, (_, i) => String(i)),
+    );
     client.close();
   });
 

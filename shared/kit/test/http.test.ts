@@ -195,7 +195,11 @@ describe('createServiceApp over HTTP', () => {
     it('takes gzip, deflate and br bodies, and refuses bodies that are not what their Content-Encoding says with 400', async () => {
       const { gzipSync, deflateSync, brotliCompressSync } = await import('node:zlib');
       const document = Buffer.from(JSON.stringify({ sku: 'ZIP-1' }));
-      for (const [encoding, compress] of [['gzip', gzipSync], ['deflate', deflateSync], ['br', brotliCompressSync]] as const) {
+      for (const [encoding, compress] of [
+        ['gzip', gzipSync],
+        ['deflate', deflateSync],
+        ['br', brotliCompressSync],
+      ] as const) {
         const accepted = await post(compress(document), { 'content-encoding': encoding });
         assert.equal(accepted.status, 201, accepted.text);
         assert.deepEqual(accepted.json.received, { sku: 'ZIP-1' });
@@ -221,7 +225,10 @@ describe('createServiceApp over HTTP', () => {
     it('refuses NUL and unpaired surrogates anywhere in the body with 422 naming the field', async () => {
       const nul = await post('{"title":"a\\u0000b"}');
       assertProblem(nul, 422, 'validation_failed');
-      assert.deepEqual((nul.json.errors as Array<{ field: string; code: string }>).map((error) => [error.field, error.code]), [['title', 'invalid_string']]);
+      assert.deepEqual(
+        (nul.json.errors as Array<{ field: string; code: string }>).map((error) => [error.field, error.code]),
+        [['title', 'invalid_string']],
+      );
       const surrogate = await post('{"owner":{"names":["ok","x\\ud800"]},"x\\udc00":1}');
       assertProblem(surrogate, 422, 'validation_failed');
       assert.deepEqual((surrogate.json.errors as Array<{ field: string }>).map((error) => error.field).sort(), ['owner.names[1]', '["x\\udc00"]'].sort());

@@ -243,7 +243,10 @@ describe('idempotencyMiddleware with PostgreSQL over HTTP', () => {
     const long = await post('/things', { title: 'A' }, { 'idempotency-key': 'k'.repeat(256) });
     assert.equal(long.status, 422);
     assert.equal(long.json.code, 'validation_failed');
-    assert.deepEqual((long.json.errors as Array<{ field: string }>).map((e) => e.field), ['Idempotency-Key']);
+    assert.deepEqual(
+      (long.json.errors as Array<{ field: string }>).map((e) => e.field),
+      ['Idempotency-Key'],
+    );
   });
 
   it('leaves unknown routes and wrong methods to the problem middleware', async () => {

@@ -58,7 +58,7 @@ describe('signing keys through an outage of the service that publishes them', ()
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   });
 
-  it('fetches again for a key id it has not seen (a rotation\'s next key)', async () => {
+  it("fetches again for a key id it has not seen (a rotation's next key)", async () => {
     const first = await signingKey('k1');
     const next = await signingKey('k2');
     published = [first.jwk];

@@ -48,7 +48,10 @@ describe('migrateSchema on PostgreSQL', () => {
     assert.deepEqual(await migrateSchema(db, schema, migrations), []);
     assert.deepEqual(await applications(schema), ['001', '002']);
     const { rows } = await db.query<{ id: string }>(`SELECT id FROM ${schema}.schema_migrations ORDER BY id`);
-    assert.deepEqual(rows.map((row) => row.id), ['001_widgets', '002_widgets_colour']);
+    assert.deepEqual(
+      rows.map((row) => row.id),
+      ['001_widgets', '002_widgets_colour'],
+    );
     await db.query(`INSERT INTO ${schema}.widgets (id, colour) VALUES ('w1', 'red')`);
   });
 
@@ -129,9 +132,18 @@ describe('migrateSchema on PostgreSQL', () => {
 
   it('runs a migration marked transaction: false outside a transaction (CREATE INDEX CONCURRENTLY), in order with the rest', async () => {
     const schema = freshSchema();
-    const concurrently: Migration = { id: '003_widgets_colour_index', transaction: false, sql: 'CREATE INDEX CONCURRENTLY IF NOT EXISTS widgets_by_colour ON {{schema}}.widgets (colour)' };
+    const concurrently: Migration = {
+      id: '003_widgets_colour_index',
+      transaction: false,
+      sql: 'CREATE INDEX CONCURRENTLY IF NOT EXISTS widgets_by_colour ON {{schema}}.widgets (colour)',
+    };
     const after: Migration = { id: '004_widgets_size', sql: 'ALTER TABLE {{schema}}.widgets ADD COLUMN size int' };
-    assert.deepEqual(await migrateSchema(db, schema, [after, concurrently, ...migrations]), ['001_widgets', '002_widgets_colour', '003_widgets_colour_index', '004_widgets_size']);
+    assert.deepEqual(await migrateSchema(db, schema, [after, concurrently, ...migrations]), [
+      '001_widgets',
+      '002_widgets_colour',
+      '003_widgets_colour_index',
+      '004_widgets_size',
+    ]);
     const { rows } = await db.query<{ indisvalid: boolean }>(
       `SELECT i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = 'widgets_by_colour'`,
       [schema],
@@ -155,10 +167,20 @@ describe('migrateSchema on PGlite', () => {
       assert.deepEqual(await migrateSchema(db, schema, migrations), ['001_widgets', '002_widgets_colour']);
       assert.deepEqual(await migrateSchema(db, schema, migrations), []);
       const { rows } = await db.query<{ migration: string }>(`SELECT migration FROM ${schema}.applications ORDER BY migration`);
-      assert.deepEqual(rows.map((row) => row.migration), ['001', '002']);
-      const concurrently: Migration = { id: '003_widgets_colour_index', transaction: false, sql: 'CREATE INDEX CONCURRENTLY IF NOT EXISTS widgets_by_colour ON {{schema}}.widgets (colour)' };
+      assert.deepEqual(
+        rows.map((row) => row.migration),
+        ['001', '002'],
+      );
+      const concurrently: Migration = {
+        id: '003_widgets_colour_index',
+        transaction: false,
+        sql: 'CREATE INDEX CONCURRENTLY IF NOT EXISTS widgets_by_colour ON {{schema}}.widgets (colour)',
+      };
       assert.deepEqual(await migrateSchema(db, schema, [...migrations, concurrently]), ['003_widgets_colour_index']);
-      await assert.rejects(migrateSchema(db, schema, [migrations[0]!, { ...migrations[1]!, sql: 'SELECT 1' }, concurrently]), /001_widgets was changed after it was applied/);
+      await assert.rejects(
+        migrateSchema(db, schema, [migrations[0]!, { ...migrations[1]!, sql: 'SELECT 1' }, concurrently]),
+        /001_widgets was changed after it was applied/,
+      );
     } finally {
       await dropSchema(db, schema);
     }

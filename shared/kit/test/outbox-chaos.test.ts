@@ -115,7 +115,16 @@ describe('outbox and inbox across broker connection failures (PostgreSQL + Rabbi
     assert.equal(proxy.accepted, 2);
 
     const tally = await inboxConsumer(consumerBus, 'chaos', 'handled');
-    const relay = new OutboxRelay({ db, bus: publisherBus, outbox, logger: silentLogger, service: 'kit-test', batchSize: 25, retryDelayMs: 20, pollIntervalMs: 100 });
+    const relay = new OutboxRelay({
+      db,
+      bus: publisherBus,
+      outbox,
+      logger: silentLogger,
+      service: 'kit-test',
+      batchSize: 25,
+      retryDelayMs: 20,
+      pollIntervalMs: 100,
+    });
     relay.start();
     cleanup.push(() => relay.stop());
 
@@ -137,7 +146,11 @@ describe('outbox and inbox across broker connection failures (PostgreSQL + Rabbi
         proxy.cut();
         cutsWhileWriting.push(writing);
         // Both buses come back on their own before the next cut.
-        await waitFor(() => proxy.accepted >= 2 + 2 * cutsWhileWriting.length && consumerBus.isConnected() && publisherBus.isConnected(), 'both buses to reconnect', 15_000);
+        await waitFor(
+          () => proxy.accepted >= 2 + 2 * cutsWhileWriting.length && consumerBus.isConnected() && publisherBus.isConnected(),
+          'both buses to reconnect',
+          15_000,
+        );
       }
     })();
 

@@ -244,10 +244,16 @@ for (const backend of backends) {
       // A relay crash after publishing but before deleting republishes; the inbox drops the copy.
       await bus.publish([events[0]!]);
       await waitFor(() => outcomes.length === 21, 'the duplicate delivery', 5_000);
-      assert.deepEqual(outcomes.filter((o) => o === 'duplicate'), ['duplicate']);
+      assert.deepEqual(
+        outcomes.filter((o) => o === 'duplicate'),
+        ['duplicate'],
+      );
       assert.deepEqual(await bus.poison.counts(['things.events']), { 'things.events': 0 });
       const { rows } = await db.query<{ event_id: string }>(`SELECT event_id FROM ${schema}.handled ORDER BY n`);
-      assert.deepEqual(rows.map((row) => row.event_id), events.map((event) => event.id));
+      assert.deepEqual(
+        rows.map((row) => row.event_id),
+        events.map((event) => event.id),
+      );
     });
   });
 }

@@ -23,7 +23,10 @@ describe('prepared statements stay bounded, and can be switched off for PgBounce
         const outbox = new Outbox(db, schema);
         for (let size = 1; size <= 40; size += 3) await outbox.transaction(async (_tx, emit) => events(size).forEach(emit));
         const { rows } = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${schema}.outbox`);
-        assert.equal(rows[0]!.n, Array.from({ length: 14 }, (_, i) => 1 + 3 * i).reduce((a, b) => a + b, 0));
+        assert.equal(
+          rows[0]!.n,
+          Array.from({ length: 14 }, (_, i) => 1 + 3 * i).reduce((a, b) => a + b, 0),
+        );
         assert.equal(await preparedOn(db, `${schema}.outbox (event_id`), mode === 'named' ? 1 : 0);
       } finally {
         await dropSchema(db, schema).catch(() => undefined);
@@ -38,7 +41,9 @@ describe('prepared statements stay bounded, and can be switched off for PgBounce
     try {
       await migrateSchema(db, pgliteSchema, [outboxMigration, outboxTraceContextMigration]);
       await new Outbox(db, pgliteSchema).transaction(async (_tx, emit) => events(5).forEach(emit));
-      const { rows } = await db.query<{ n: number; topics: string[] }>(`SELECT count(*)::int AS n, array_agg(DISTINCT topic) AS topics FROM ${pgliteSchema}.outbox`);
+      const { rows } = await db.query<{ n: number; topics: string[] }>(
+        `SELECT count(*)::int AS n, array_agg(DISTINCT topic) AS topics FROM ${pgliteSchema}.outbox`,
+      );
       assert.equal(rows[0]!.n, 5);
       assert.deepEqual(rows[0]!.topics, ['things.created']);
     } finally {

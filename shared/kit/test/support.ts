@@ -3,7 +3,17 @@ import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 import type { PGlite } from '@electric-sql/pglite';
 import amqp, { type Channel, type ChannelModel } from 'amqplib';
-import { createLogger, createPostgresDb, DEFAULT_RETRY_POLICY, openPglite, poisonQueueOf, retryDelaysOf, retryQueueOf, type Db, type RetryPolicy } from '../src/index.js';
+import {
+  createLogger,
+  createPostgresDb,
+  DEFAULT_RETRY_POLICY,
+  openPglite,
+  poisonQueueOf,
+  retryDelaysOf,
+  retryQueueOf,
+  type Db,
+  type RetryPolicy,
+} from '../src/index.js';
 
 export const silentLogger = createLogger('kit-test', 'silent');
 

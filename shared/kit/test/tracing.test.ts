@@ -56,8 +56,14 @@ describe('tracing', () => {
       // The probe sees the SDK when it is there, so an empty list above means something.
       const on = await sdkModulesLoadedWith({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9' });
       assert.equal(on.enabled, true);
-      assert.ok(on.loaded.some((file) => file.includes('sdk-trace-node')), on.loaded.join(', '));
-      assert.ok(on.loaded.some((file) => file.includes('exporter-trace-otlp-proto')), 'http/protobuf is the default protocol');
+      assert.ok(
+        on.loaded.some((file) => file.includes('sdk-trace-node')),
+        on.loaded.join(', '),
+      );
+      assert.ok(
+        on.loaded.some((file) => file.includes('exporter-trace-otlp-proto')),
+        'http/protobuf is the default protocol',
+      );
     });
 
     it('records nothing in this process until started: no carrier, no publish span', async () => {
@@ -71,14 +77,25 @@ describe('tracing', () => {
 
     it('refuses bad settings with one clear line naming each', () => {
       assert.throws(
-        () => tracingSettingsFromEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc', OTEL_TRACES_SAMPLER: 'sometimes', OTEL_TRACES_SAMPLER_ARG: '2' }),
+        () =>
+          tracingSettingsFromEnv({
+            OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318',
+            OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc',
+            OTEL_TRACES_SAMPLER: 'sometimes',
+            OTEL_TRACES_SAMPLER_ARG: '2',
+          }),
         (error: unknown) => {
           assert.ok(error instanceof ConfigError);
-          for (const name of ['OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_EXPORTER_OTLP_PROTOCOL', 'OTEL_TRACES_SAMPLER', 'OTEL_TRACES_SAMPLER_ARG']) assert.match(error.message, new RegExp(name));
+          for (const name of ['OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_EXPORTER_OTLP_PROTOCOL', 'OTEL_TRACES_SAMPLER', 'OTEL_TRACES_SAMPLER_ARG'])
+            assert.match(error.message, new RegExp(name));
           return true;
         },
       );
-      const settings = tracingSettingsFromEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318/', OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.25' });
+      const settings = tracingSettingsFromEnv({
+        OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318/',
+        OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+        OTEL_TRACES_SAMPLER_ARG: '0.25',
+      });
       assert.equal(settings.endpoint, 'http://collector:4318/v1/traces');
       assert.equal(settings.samplerRatio, 0.25);
       assert.equal(tracingSettingsFromEnv({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'https://otlp.example/traces' }).endpoint, 'https://otlp.example/traces');
@@ -159,7 +176,7 @@ describe('tracing', () => {
       }
     });
 
-    it('keeps the context with the outbox row, so the relay and the consumer continue the writer\'s trace', async function () {
+    it("keeps the context with the outbox row, so the relay and the consumer continue the writer's trace", async function () {
       this.timeout(30_000);
       const db = await connectPostgres();
       const schema = uniqueName('kit_test_');
@@ -196,7 +213,10 @@ describe('tracing', () => {
         assert.equal(processed.parentSpanId, publish.spanId);
         assert.equal(processed.attributes['merx.service'], 'audit');
         // The relay's own polling statements run outside any trace and make no spans.
-        assert.ok(receiver.spans.every((span) => !String(span.attributes['db.query.text'] ?? '').startsWith('DELETE FROM')), 'no span for the relay\'s claim');
+        assert.ok(
+          receiver.spans.every((span) => !String(span.attributes['db.query.text'] ?? '').startsWith('DELETE FROM')),
+          "no span for the relay's claim",
+        );
       } finally {
         await bus.close();
         await dropSchema(db, schema);

@@ -36,7 +36,11 @@ export async function call<Body = any>(stack: Pick<Stack, 'baseUrl'>, method: st
   const parsed = contentType.includes('json') && text.length > 0 ? JSON.parse(text) : text;
   if (!options.unchecked) {
     const problems = validator.validateResponse({ method, path, status: response.status, contentType, body: parsed, headers: response.headers });
-    assert.deepEqual(problems, [], `${method} ${path} → ${response.status} does not match the OpenAPI document:\n${problems.join('\n')}\n${text.slice(0, 500)}`);
+    assert.deepEqual(
+      problems,
+      [],
+      `${method} ${path} → ${response.status} does not match the OpenAPI document:\n${problems.join('\n')}\n${text.slice(0, 500)}`,
+    );
   }
   recordStateChange(method, path, response.status, response.headers, options.token, parsed);
   return { status: response.status, headers: response.headers, body: parsed as Body, text };

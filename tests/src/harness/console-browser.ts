@@ -8,7 +8,16 @@ import { chromium, type BrowserContext, type Page } from 'playwright-core';
 
 /** Debian's Chromium, driven by playwright-core: nothing is downloaded. */
 export const CHROMIUM = '/usr/bin/chromium';
-export const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+export const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 
 const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
@@ -36,10 +45,18 @@ export class ConsoleBrowser {
 
   static async open(baseUrl: string): Promise<ConsoleBrowser> {
     const profile = await mkdtemp(path.join(tmpdir(), 'merx-console-chromium-'));
-    const context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, viewport: { width: 1280, height: 900 } });
+    const context = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: CHROMIUM_ARGS,
+      viewport: { width: 1280, height: 900 },
+    });
     await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: new URL(baseUrl).origin });
     // Browser code as text: this suite compiles without the DOM's types.
-    await context.addInitScript({ content: "window.merxViolations = []; document.addEventListener('securitypolicyviolation', (event) => window.merxViolations.push(event.violatedDirective + ' ' + event.blockedURI));" });
+    await context.addInitScript({
+      content:
+        "window.merxViolations = []; document.addEventListener('securitypolicyviolation', (event) => window.merxViolations.push(event.violatedDirective + ' ' + event.blockedURI));",
+    });
     const page = context.pages()[0] ?? (await context.newPage());
     return new ConsoleBrowser(context, page, profile, baseUrl);
   }
@@ -59,7 +76,7 @@ export class ConsoleBrowser {
   async signIn(email: string, password: string, start = '/console'): Promise<void> {
     await this.goto(start);
     assert.match(this.page.url(), /\/oauth\/interaction\//, `the console sent the browser to the login page, not ${this.page.url()}`);
-    assert.match(await this.page.textContent('body') ?? '', /the Merx console/);
+    assert.match((await this.page.textContent('body')) ?? '', /the Merx console/);
     await this.page.getByLabel('Email').fill(email);
     await this.page.getByLabel('Password').fill(password);
     await this.page.getByRole('button', { name: 'Sign in' }).click();
@@ -70,7 +87,9 @@ export class ConsoleBrowser {
   async seriousAccessibilityViolations(): Promise<AxeViolation[]> {
     // Evaluated over the DevTools protocol, which the page's CSP does not govern: the page itself never runs inline script.
     await this.page.evaluate(axeSource);
-    const violations = await this.page.evaluate<AxeViolation[]>('axe.run(document, { resultTypes: ["violations"] }).then((result) => result.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((n) => ({ target: n.target })) })))');
+    const violations = await this.page.evaluate<AxeViolation[]>(
+      'axe.run(document, { resultTypes: ["violations"] }).then((result) => result.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((n) => ({ target: n.target })) })))',
+    );
     return violations.filter((violation) => violation.impact === 'serious' || violation.impact === 'critical');
   }
 
@@ -80,7 +99,9 @@ export class ConsoleBrowser {
 
   /** Total bytes of script the current page loaded. */
   async scriptBytes(): Promise<number> {
-    return this.page.evaluate<number>("performance.getEntriesByType('resource').filter((entry) => entry.initiatorType === 'script').reduce((sum, entry) => sum + (entry.decodedBodySize || entry.transferSize || 0), 0)");
+    return this.page.evaluate<number>(
+      "performance.getEntriesByType('resource').filter((entry) => entry.initiatorType === 'script').reduce((sum, entry) => sum + (entry.decodedBodySize || entry.transferSize || 0), 0)",
+    );
   }
 
   async screenshot(name: string): Promise<string> {

@@ -7,7 +7,8 @@ import type { Stack } from './stack.js';
 export function grpcClients(stack: Stack) {
   const make = (service: typeof ProductService | typeof RecordService | typeof EventService) => {
     const Client = grpc.makeGenericClientConstructor(grpcServiceDefinitionOf(service), service.typeName);
-    return new Client(stack.grpcAddress, grpc.credentials.createInsecure(), { 'grpc.max_send_message_length': 16 * 1024 * 1024 }) as grpc.Client & Record<string, any>;
+    return new Client(stack.grpcAddress, grpc.credentials.createInsecure(), { 'grpc.max_send_message_length': 16 * 1024 * 1024 }) as grpc.Client &
+      Record<string, any>;
   };
   const clients = { products: make(ProductService), records: make(RecordService), events: make(EventService) };
   return { ...clients, close: () => Object.values(clients).forEach((client) => client.close()) };
@@ -20,7 +21,9 @@ export function bearer(token: string | undefined): grpc.Metadata {
 }
 
 export function unary<Res>(client: Record<string, any>, method: string, request: unknown, metadata: grpc.Metadata): Promise<Res> {
-  return new Promise((resolve, reject) => client[method](request, metadata, (error: grpc.ServiceError | null, response: Res) => (error ? reject(error) : resolve(response))));
+  return new Promise((resolve, reject) =>
+    client[method](request, metadata, (error: grpc.ServiceError | null, response: Res) => (error ? reject(error) : resolve(response))),
+  );
 }
 
 /** Writes every request (waiting for the stream to drain when it asks), half-closes, and gathers every answer. */

@@ -73,7 +73,8 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
     await chown(dir, Number(stdout.trim()), Number(group.trim()));
   }
   const port = await freePort();
-  const pgTool = (tool: string, args: string[]) => (isRoot ? run('runuser', ['-u', 'postgres', '--', path.join(bin, tool), ...args]) : run(path.join(bin, tool), args));
+  const pgTool = (tool: string, args: string[]) =>
+    isRoot ? run('runuser', ['-u', 'postgres', '--', path.join(bin, tool), ...args]) : run(path.join(bin, tool), args);
   const data = path.join(dir, 'data');
   await pgTool('initdb', ['-D', data, '-U', 'postgres', '--auth=trust', '--no-sync', '-E', 'UTF8']);
   const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200`;
@@ -163,10 +164,14 @@ export async function startPrivateRabbitMq(name: string): Promise<PrivateRabbitM
     let exited = false;
     void exitOf(started).then(() => (exited = true));
     // A first boot takes 10-60 s on a busy two-core machine; a restart on existing data fewer.
-    await waitUntil(async () => {
-      if (exited) throw new Error(`the private RabbitMQ node ${node} exited during start-up; see ${path.join(dir, 'log')}`);
-      return answers();
-    }, `the private RabbitMQ node ${node} answering`, 120_000);
+    await waitUntil(
+      async () => {
+        if (exited) throw new Error(`the private RabbitMQ node ${node} exited during start-up; see ${path.join(dir, 'log')}`);
+        return answers();
+      },
+      `the private RabbitMQ node ${node} answering`,
+      120_000,
+    );
   };
   const signalServer = (signal: NodeJS.Signals) => {
     if (!server?.pid || server.exitCode !== null || server.signalCode !== null) return;
@@ -178,7 +183,9 @@ export async function startPrivateRabbitMq(name: string): Promise<PrivateRabbitM
   };
   const stop = async () => {
     // Only the cookie's HOME: with the node's RABBITMQ_* settings the CLI would claim the node's own distribution port.
-    await run(path.join(RABBITMQ_BIN_DIR, 'rabbitmqctl'), ['-n', node, 'stop'], { env: { PATH: env.PATH!, HOME: env.HOME! }, timeout: 60_000 }).catch(() => signalServer('SIGTERM'));
+    await run(path.join(RABBITMQ_BIN_DIR, 'rabbitmqctl'), ['-n', node, 'stop'], { env: { PATH: env.PATH!, HOME: env.HOME! }, timeout: 60_000 }).catch(() =>
+      signalServer('SIGTERM'),
+    );
     if (!server) return;
     const killer = setTimeout(() => signalServer('SIGKILL'), 30_000);
     await exitOf(server);

@@ -176,7 +176,8 @@ export async function startDistributedStack(): Promise<Stack> {
   const amqp = new URL(AMQP_URL);
   // Every process that speaks to RabbitMQ does so through a link of its own: cutting them all is the broker going away.
   const brokerLinks: Record<string, TcpProxy> = {};
-  for (const service of ['oauth', 'catalog', 'audit', 'webhooks', 'merchants', 'gateway']) brokerLinks[service] = await TcpProxy.start(amqp.hostname, Number(amqp.port || 5672));
+  for (const service of ['oauth', 'catalog', 'audit', 'webhooks', 'merchants', 'gateway'])
+    brokerLinks[service] = await TcpProxy.start(amqp.hostname, Number(amqp.port || 5672));
   const viaProxy = (service: string) => {
     const url = new URL(AMQP_URL);
     url.port = String(brokerLinks[service]!.port);
@@ -209,7 +210,14 @@ export async function startDistributedStack(): Promise<Stack> {
       logDir: path.join(tmpdir(), `merx-${deployment}`),
       logLevel: process.env.LOG_LEVEL ?? 'warn',
       env: { MERX_DB_POOL_SIZE: '5', ...E2E_THROTTLE_ENV, ...E2E_WEBHOOK_ENV, ...E2E_SIGNIN_ENV, ...E2E_BUS_ENV },
-      serviceEnv: { oauth: viaProxy('oauth'), catalog: viaProxy('catalog'), audit: viaProxy('audit'), webhooks: viaProxy('webhooks'), merchants: viaProxy('merchants'), gateway: viaProxy('gateway') },
+      serviceEnv: {
+        oauth: viaProxy('oauth'),
+        catalog: viaProxy('catalog'),
+        audit: viaProxy('audit'),
+        webhooks: viaProxy('webhooks'),
+        merchants: viaProxy('merchants'),
+        gateway: viaProxy('gateway'),
+      },
     });
   } catch (error) {
     await tearDown();

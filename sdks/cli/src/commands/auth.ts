@@ -23,7 +23,14 @@ export function addAuthCommands(program: Command, context: Context): void {
   program
     .command('login')
     .description('check an API key and keep it under a profile (the key is asked for on a terminal, else read from stdin or --api-key)')
-    .addHelpText('after', examples('merx login', 'echo "$MERX_API_KEY" | merx login --profile ci', 'merx login --profile staging --base-url https://merx.staging.example --api-key mx_test_...'))
+    .addHelpText(
+      'after',
+      examples(
+        'merx login',
+        'echo "$MERX_API_KEY" | merx login --profile ci',
+        'merx login --profile staging --base-url https://merx.staging.example --api-key mx_test_...',
+      ),
+    )
     .action(async () => {
       const { streams, globals } = context;
       let apiKey = globals.apiKey;
@@ -37,14 +44,25 @@ export function addAuthCommands(program: Command, context: Context): void {
       if (merchant === null) await session.accessToken(); // the key authenticates even if it may not read the merchant
       const profile = { api_key: apiKey, ...(globals.baseUrl ? { base_url: globals.baseUrl } : {}), ...(globals.grpcUrl ? { grpc_url: globals.grpcUrl } : {}) };
       session.config.saveProfile(session.profileName, profile);
-      const who = merchant ? `${merchant.name as string} (${merchant.id as string}, ${merchant.mode as string})` : 'a merchant whose details this key may not read';
-      if (context.output.json) context.output.object({ profile: session.profileName, key: maskKey(apiKey), base_url: session.baseUrl(), merchant: merchant && { id: merchant.id, name: merchant.name, mode: merchant.mode } });
-      else context.output.note(`${pc.green('✔')} Logged in to ${who} with ${maskKey(apiKey)}, saved as profile ${pc.bold(session.profileName)} in ${session.config.dir}`);
+      const who = merchant
+        ? `${merchant.name as string} (${merchant.id as string}, ${merchant.mode as string})`
+        : 'a merchant whose details this key may not read';
+      if (context.output.json)
+        context.output.object({
+          profile: session.profileName,
+          key: maskKey(apiKey),
+          base_url: session.baseUrl(),
+          merchant: merchant && { id: merchant.id, name: merchant.name, mode: merchant.mode },
+        });
+      else
+        context.output.note(
+          `${pc.green('✔')} Logged in to ${who} with ${maskKey(apiKey)}, saved as profile ${pc.bold(session.profileName)} in ${session.config.dir}`,
+        );
     });
 
   program
     .command('logout')
-    .description('forget the profile\'s key and its cached token')
+    .description("forget the profile's key and its cached token")
     .addHelpText('after', examples('merx logout', 'merx logout --profile staging'))
     .action(() => {
       const session = context.session;

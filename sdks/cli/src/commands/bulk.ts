@@ -60,14 +60,32 @@ const csvCell = (value: unknown) => {
   const text = value === null || value === undefined ? '' : typeof value === 'object' ? JSON.stringify(value) : String(value);
   return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
 };
-const CSV_COLUMNS = ['id', 'sku', 'title', 'description', 'price', 'currency', 'status', 'inventory_quantity', 'attributes', 'version', 'created_at', 'updated_at'];
+const CSV_COLUMNS = [
+  'id',
+  'sku',
+  'title',
+  'description',
+  'price',
+  'currency',
+  'status',
+  'inventory_quantity',
+  'attributes',
+  'version',
+  'created_at',
+  'updated_at',
+];
 
 /**
  * Sends `lines` (those that parsed) over one UpsertProducts stream, writing only as fast as the
  * server reads (it holds back a merchant over its bulk rate), and hands each result to `onResult`.
  * Returns how many items were answered, so a dropped stream resumes after them.
  */
-async function upsertStream(clients: GrpcClients, items: ProductLine[], onResult: (result: ProductResult, item: ProductLine) => void, signal: AbortSignal): Promise<void> {
+async function upsertStream(
+  clients: GrpcClients,
+  items: ProductLine[],
+  onResult: (result: ProductResult, item: ProductLine) => void,
+  signal: AbortSignal,
+): Promise<void> {
   const products = clients.client(ProductService);
   let answered = 0;
   await clients.withToken(async (metadata) => {
@@ -106,7 +124,7 @@ export function addBulkCommands(program: Command, context: Context): void {
     .command('products <file>')
     .description('create or update products by sku from a CSV (header row) or JSON lines file; one result per line, a summary of every failed line')
     .option('--format <format>', 'csv or jsonl (else told by the file name)')
-    .option('--from-line <n>', 'skip the file\'s lines before this one (to resume an import that stopped)', (value) => {
+    .option('--from-line <n>', "skip the file's lines before this one (to resume an import that stopped)", (value) => {
       if (!/^\d+$/.test(value) || Number(value) < 1) throw new UsageError('--from-line takes a line number');
       return Number(value);
     })
@@ -129,7 +147,12 @@ Importing is idempotent by sku: a line sent again changes nothing. Exit 1 when a
       const started = Date.now();
       const bar = showProgress
         ? new cliProgress.SingleBar(
-            { format: 'Importing |{bar}| {percentage}% | {value}/{total} lines | {rate} items/s | ETA {eta_formatted}', stream: streams.stderr, hideCursor: true, etaBuffer: 200 },
+            {
+              format: 'Importing |{bar}| {percentage}% | {value}/{total} lines | {rate} items/s | ETA {eta_formatted}',
+              stream: streams.stderr,
+              hideCursor: true,
+              etaBuffer: 200,
+            },
             cliProgress.Presets.shades_classic,
           )
         : undefined;
@@ -167,7 +190,9 @@ Importing is idempotent by sku: a line sent again changes nothing. Exit 1 when a
                     sku: result.sku || null,
                     code: result.problem?.code ?? 'failed',
                     detail: result.problem?.detail ?? '',
-                    ...(result.problem?.violations.length ? { violations: result.problem.violations.map(({ field, code, message }) => ({ field, code, message })) } : {}),
+                    ...(result.problem?.violations.length
+                      ? { violations: result.problem.violations.map(({ field, code, message }) => ({ field, code, message })) }
+                      : {}),
                   });
                 }
                 tick();
@@ -210,7 +235,9 @@ Importing is idempotent by sku: a line sent again changes nothing. Exit 1 when a
         for (const failure of summary.failures) {
           // The detail names the fields already; the violations are said only when it is empty.
           const violations = failure.detail ? undefined : failure.violations?.map((violation) => `${violation.field}: ${violation.message}`).join('; ');
-          output.stdout.write(`  line ${failure.line}${failure.sku ? ` (${failure.sku})` : ''}: ${pc.red(failure.code)} ${failure.detail}${violations ? ` [${violations}]` : ''}\n`);
+          output.stdout.write(
+            `  line ${failure.line}${failure.sku ? ` (${failure.sku})` : ''}: ${pc.red(failure.code)} ${failure.detail}${violations ? ` [${violations}]` : ''}\n`,
+          );
         }
       }
       if (summary.failed) throw new ReportedFailure(EXIT_API_ERROR);
@@ -229,7 +256,10 @@ Importing is idempotent by sku: a line sent again changes nothing. Exit 1 when a
     .action(async (options: { status?: string; sku?: string; currency?: string; format: string; output?: string }) => {
       const { session, output } = context;
       if (options.format !== 'jsonl' && options.format !== 'csv') throw new UsageError('--format is jsonl or csv');
-      const statusValue = options.status === undefined ? ProductStatus.UNSPECIFIED : { draft: ProductStatus.DRAFT, active: ProductStatus.ACTIVE, archived: ProductStatus.ARCHIVED }[options.status];
+      const statusValue =
+        options.status === undefined
+          ? ProductStatus.UNSPECIFIED
+          : { draft: ProductStatus.DRAFT, active: ProductStatus.ACTIVE, archived: ProductStatus.ARCHIVED }[options.status];
       if (statusValue === undefined) throw new UsageError('--status is draft, active or archived');
       session.apiKey();
       const target: NodeJS.WritableStream = options.output ? createWriteStream(options.output) : output.stdout;
@@ -240,7 +270,11 @@ Importing is idempotent by sku: a line sent again changes nothing. Exit 1 when a
         await clients.withToken(
           (metadata) =>
             new Promise<void>((resolve, reject) => {
-              const request = create(ExportProductsRequestSchema, { status: statusValue, ...(options.sku ? { sku: options.sku } : {}), ...(options.currency ? { currency: options.currency } : {}) });
+              const request = create(ExportProductsRequestSchema, {
+                status: statusValue,
+                ...(options.sku ? { sku: options.sku } : {}),
+                ...(options.currency ? { currency: options.currency } : {}),
+              });
               const stream = clients.client(ProductService).ExportProducts(request, metadata) as grpc.ClientReadableStream<{ product?: Product }>;
               stream.on('data', (message: { product?: Product }) => {
                 if (!message.product) return;

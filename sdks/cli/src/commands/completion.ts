@@ -34,7 +34,10 @@ const oneLine = (text: string) => text.replace(/\s+/g, ' ').replace(/'/g, "'\\''
 
 function bash(nodes: Node[]): string {
   const cases = nodes.map((node) => `    '${node.path}') echo '${shellWords(node)}' ;;`).join('\n');
-  const known = nodes.map((node) => node.path).filter(Boolean).join('|');
+  const known = nodes
+    .map((node) => node.path)
+    .filter(Boolean)
+    .join('|');
   return `# merx completion for bash: add to ~/.bashrc
 #   source <(merx completion bash)
 _merx_candidates() {
@@ -65,11 +68,17 @@ complete -o default -F _merx merx
 function zsh(nodes: Node[]): string {
   const cases = nodes
     .map((node) => {
-      const entries = [...node.subcommands.map((sub) => `${sub.name}:${oneLine(sub.description).replace(/:/g, '\\:')}`), ...node.flags.map((flag) => `${flag.name}:${oneLine(flag.description).replace(/:/g, '\\:')}`)];
+      const entries = [
+        ...node.subcommands.map((sub) => `${sub.name}:${oneLine(sub.description).replace(/:/g, '\\:')}`),
+        ...node.flags.map((flag) => `${flag.name}:${oneLine(flag.description).replace(/:/g, '\\:')}`),
+      ];
       return `    '${node.path}') candidates=(${entries.map((entry) => `'${entry}'`).join(' ')}) ;;`;
     })
     .join('\n');
-  const known = nodes.map((node) => node.path).filter(Boolean).join('|');
+  const known = nodes
+    .map((node) => node.path)
+    .filter(Boolean)
+    .join('|');
   return `#compdef merx
 # merx completion for zsh: put in a directory of $fpath as _merx, or add to ~/.zshrc
 #   source <(merx completion zsh)
@@ -110,7 +119,8 @@ function fish(nodes: Node[]): string {
   for (const node of nodes) {
     const condition = `test (__merx_path) = '${node.path}'`;
     for (const sub of node.subcommands) lines.push(`complete -c merx -n "${condition}" -a '${sub.name}' -d '${oneLine(sub.description)}'`);
-    for (const flag of node.flags) if (flag.name.startsWith('--')) lines.push(`complete -c merx -n "${condition}" -l '${flag.name.slice(2)}' -d '${oneLine(flag.description)}'`);
+    for (const flag of node.flags)
+      if (flag.name.startsWith('--')) lines.push(`complete -c merx -n "${condition}" -l '${flag.name.slice(2)}' -d '${oneLine(flag.description)}'`);
   }
   return `${lines.join('\n')}\n`;
 }
@@ -119,7 +129,10 @@ export function addCompletionCommand(program: Command, context: Context): void {
   program
     .command('completion <shell>')
     .description('print a completion script for bash, zsh or fish')
-    .addHelpText('after', examples('source <(merx completion bash)', 'source <(merx completion zsh)', 'merx completion fish > ~/.config/fish/completions/merx.fish'))
+    .addHelpText(
+      'after',
+      examples('source <(merx completion bash)', 'source <(merx completion zsh)', 'merx completion fish > ~/.config/fish/completions/merx.fish'),
+    )
     .action((shell: string) => {
       const nodes = nodesOf(program);
       const scripts: Record<string, (nodes: Node[]) => string> = { bash, zsh, fish };

@@ -22,7 +22,13 @@ export function parseSince(value: string): Date {
   return time;
 }
 
-const listOf = (value: string, previous: string[] = []) => [...previous, ...value.split(',').map((item) => item.trim()).filter(Boolean)];
+const listOf = (value: string, previous: string[] = []) => [
+  ...previous,
+  ...value
+    .split(',')
+    .map((item) => item.trim())
+    .filter(Boolean),
+];
 const positive = (flag: string) => (value: string) => {
   if (!/^\d+$/.test(value) || Number(value) < 1) throw new UsageError(`${flag} takes a whole number of at least 1`);
   return Number(value);
@@ -36,7 +42,12 @@ interface FollowOptions {
 }
 
 function streamedEventOf(event: Event): StreamedEvent {
-  return { id: event.id, topic: event.type, created_at: (event.createTime ? timestampDate(event.createTime) : new Date()).toISOString(), data: event.data ?? {} };
+  return {
+    id: event.id,
+    topic: event.type,
+    created_at: (event.createTime ? timestampDate(event.createTime) : new Date()).toISOString(),
+    data: event.data ?? {},
+  };
 }
 
 /**
@@ -142,7 +153,14 @@ export function addEventCommands(program: Command, context: Context): void {
     .option('--secret <whsec>', 'sign with this whsec_ secret instead of a new one (so a receiver keeps its setting between runs)')
     .option('--since <time>', 'start with the events since this duration (10m) or ISO time, not only new ones')
     .option('--max-events <n>', 'stop after this many events', positive('--max-events'))
-    .addHelpText('after', examples('merx listen', 'merx listen --topics products,orders.created --forward-to http://localhost:3000/hooks', 'merx listen --json | jq -c "{id, topic}"'))
+    .addHelpText(
+      'after',
+      examples(
+        'merx listen',
+        'merx listen --topics products,orders.created --forward-to http://localhost:3000/hooks',
+        'merx listen --json | jq -c "{id, topic}"',
+      ),
+    )
     .action(async (options: FollowOptions & { forwardTo?: string; secret?: string }) => {
       const { output, session } = context;
       if (options.forwardTo && !/^https?:\/\//.test(options.forwardTo)) throw new UsageError('--forward-to takes an http:// or https:// URL');
@@ -160,8 +178,12 @@ export function addEventCommands(program: Command, context: Context): void {
             return;
           }
           const result = await forward(options.forwardTo, event, merchantId, secret);
-          const answer = result.status === null ? pc.red(`failed: ${result.error}`) : result.status < 300 ? pc.green(`[${result.status}]`) : pc.red(`[${result.status}]`);
-          if (output.json) output.stdout.write(`${JSON.stringify({ ...event, forwarded: { url: options.forwardTo, status: result.status, ms: result.ms, error: result.error ?? null } })}\n`);
+          const answer =
+            result.status === null ? pc.red(`failed: ${result.error}`) : result.status < 300 ? pc.green(`[${result.status}]`) : pc.red(`[${result.status}]`);
+          if (output.json)
+            output.stdout.write(
+              `${JSON.stringify({ ...event, forwarded: { url: options.forwardTo, status: result.status, ms: result.ms, error: result.error ?? null } })}\n`,
+            );
           else output.stdout.write(`${eventLine(event)}  --> POST ${options.forwardTo} ${answer} ${result.ms} ms\n`);
         },
         () => {
@@ -173,7 +195,7 @@ export function addEventCommands(program: Command, context: Context): void {
     });
 
   groupAt(program, ['events'])
-    .description('the merchant\'s event log')
+    .description("the merchant's event log")
     .command('tail')
     .description('print events as they happen (from --since, else from now), one line each or JSON lines')
     .option('--topics <names>', 'event names or topics, comma-separated', listOf)
@@ -193,7 +215,7 @@ export function addEventCommands(program: Command, context: Context): void {
   groupAt(program, ['webhooks', 'deliveries'])
     .command('tail')
     .description('print webhook delivery attempts as they change (polls the deliveries list)')
-    .option('--subscription-id <id>', 'only this subscription\'s deliveries')
+    .option('--subscription-id <id>', "only this subscription's deliveries")
     .option('--since <time>', 'start with the deliveries since this duration (10m) or ISO time; default now')
     .option('--interval <seconds>', 'seconds between polls', positive('--interval'), 1)
     .option('--max-deliveries <n>', 'stop after this many deliveries have ended (succeeded or dead)', positive('--max-deliveries'))
@@ -211,15 +233,26 @@ export function addEventCommands(program: Command, context: Context): void {
       output.note(pc.dim('Following webhook deliveries. Ctrl-C to stop.'));
       try {
         while (!stopped) {
-          const page = await client.webhooks.deliveries.list({ since: since.toISOString(), limit: 100, ...(options.subscriptionId ? { subscription_id: options.subscriptionId } : {}) });
+          const page = await client.webhooks.deliveries.list({
+            since: since.toISOString(),
+            limit: 100,
+            ...(options.subscriptionId ? { subscription_id: options.subscriptionId } : {}),
+          });
           for (const delivery of [...page.data].reverse() as unknown as Record<string, unknown>[]) {
             const state = `${delivery.status as string}/${delivery.attempt_count as number}`;
             if (lastSeen.get(delivery.id as string) === state) continue;
             lastSeen.set(delivery.id as string, state);
             if (output.json) output.stdout.write(`${JSON.stringify(delivery)}\n`);
             else {
-              const status = delivery.status === 'succeeded' ? pc.green(String(delivery.status)) : delivery.status === 'pending' ? pc.yellow(String(delivery.status)) : pc.red(String(delivery.status));
-              output.stdout.write(`${pc.dim(String(delivery.updated_at))}  ${String(delivery.topic).padEnd(30)} ${status} attempt ${delivery.attempt_count as number} ${delivery.last_status_code ?? ''}  ${delivery.id as string}\n`);
+              const status =
+                delivery.status === 'succeeded'
+                  ? pc.green(String(delivery.status))
+                  : delivery.status === 'pending'
+                    ? pc.yellow(String(delivery.status))
+                    : pc.red(String(delivery.status));
+              output.stdout.write(
+                `${pc.dim(String(delivery.updated_at))}  ${String(delivery.topic).padEnd(30)} ${status} attempt ${delivery.attempt_count as number} ${delivery.last_status_code ?? ''}  ${delivery.id as string}\n`,
+              );
             }
             if (delivery.status === 'succeeded' || delivery.status === 'dead') completed += 1;
             if (options.maxDeliveries && completed >= options.maxDeliveries) stopped = true;

@@ -17,7 +17,11 @@ export function commandPathOf(entry: OperationEntry): string[] {
   return entry.call.split('.').map(kebab);
 }
 
-export const kebab = (name: string) => name.replace(/_/g, '-').replace(/([a-z0-9])([A-Z])/g, '$1-$2').toLowerCase();
+export const kebab = (name: string) =>
+  name
+    .replace(/_/g, '-')
+    .replace(/([a-z0-9])([A-Z])/g, '$1-$2')
+    .toLowerCase();
 const camel = (flag: string) => flag.replace(/-([a-z0-9])/g, (_, letter: string) => letter.toUpperCase());
 
 /** The merchant's operations, then the operator's under `merx operator`. */
@@ -73,8 +77,13 @@ function parserOf(field: FieldSpec): (value: string, previous: unknown) => unkno
       };
     case 'list':
       return (value, previous) => {
-        const items = value.split(',').map((item) => item.trim()).filter(Boolean);
-        if (field.values) for (const item of items) if (!field.values.includes(item)) throw new InvalidArgumentError(`${flag}: ${item} is not one of ${field.values.join(', ')}`);
+        const items = value
+          .split(',')
+          .map((item) => item.trim())
+          .filter(Boolean);
+        if (field.values)
+          for (const item of items)
+            if (!field.values.includes(item)) throw new InvalidArgumentError(`${flag}: ${item} is not one of ${field.values.join(', ')}`);
         return [...((previous as string[] | undefined) ?? []), ...items];
       };
     case 'json':
@@ -92,7 +101,14 @@ function parserOf(field: FieldSpec): (value: string, previous: unknown) => unkno
 
 function optionOf(field: FieldSpec): Option {
   const flag = kebab(field.name);
-  const placeholder = field.kind === 'boolean' ? '[true|false]' : field.kind === 'json' ? '<json|@file>' : field.kind === 'list' ? '<a,b,...>' : `<${field.kind === 'string' ? 'value' : field.kind}>`;
+  const placeholder =
+    field.kind === 'boolean'
+      ? '[true|false]'
+      : field.kind === 'json'
+        ? '<json|@file>'
+        : field.kind === 'list'
+          ? '<a,b,...>'
+          : `<${field.kind === 'string' ? 'value' : field.kind}>`;
   const text = [field.description, field.required ? '(required)' : ''].filter(Boolean).join(' ');
   const option = new Option(`--${flag} ${placeholder}`, text);
   if (field.values && field.kind !== 'list' && field.kind !== 'boolean') option.choices([...field.values]);
@@ -124,13 +140,16 @@ export function addResourceCommands(program: Command, context: Context): void {
     const command = parent.command(verb).description(`${described?.summary ?? entry.operationId} (${entry.method} ${entry.path})`);
     for (const name of entry.pathParams) command.argument(`<${name}>`);
     for (const field of fields) command.addOption(optionOf(field));
-    if (entry.params) command.option('--data <json|@file>', 'the whole body (or query) as JSON, inline or @file.json (@- for stdin); flags override its members');
+    if (entry.params)
+      command.option('--data <json|@file>', 'the whole body (or query) as JSON, inline or @file.json (@- for stdin); flags override its members');
     if (entry.list) {
       command.option('--cursor <cursor>', 'the page after this cursor (next_cursor of the previous page)');
       command.option('--all', 'every page, not only the first (JSON: one array)');
     }
-    if (entry.method === 'POST') command.option('--idempotency-key <key>', 'the Idempotency-Key (a UUID v4 otherwise): the same key again returns the first answer');
-    if (['PATCH', 'PUT', 'DELETE'].includes(entry.method) && entry.pathParams.length > 0) command.option('--if-match <etag>', 'only if the object still has this ETag (else 412)');
+    if (entry.method === 'POST')
+      command.option('--idempotency-key <key>', 'the Idempotency-Key (a UUID v4 otherwise): the same key again returns the first answer');
+    if (['PATCH', 'PUT', 'DELETE'].includes(entry.method) && entry.pathParams.length > 0)
+      command.option('--if-match <etag>', 'only if the object still has this ETag (else 412)');
     const required = fields.filter((field) => field.required).map((field) => field.name);
     command.addHelpText('after', examplesFor(path, entry, required));
     command.action(async (...args: unknown[]) => {
@@ -156,7 +175,7 @@ export function addResourceCommands(program: Command, context: Context): void {
 }
 
 function operatorClient(context: Context): MerxOperator {
-  if (!process.env.MERX_OPERATOR_TOKEN) throw new UsageError('the operator API needs MERX_OPERATOR_TOKEN (the platform operator\'s token, not an API key)');
+  if (!process.env.MERX_OPERATOR_TOKEN) throw new UsageError("the operator API needs MERX_OPERATOR_TOKEN (the platform operator's token, not an API key)");
   return new MerxOperator({ baseUrl: context.session.baseUrl() });
 }
 
@@ -185,7 +204,8 @@ async function printResult(context: Context, entry: OperationEntry, verb: string
   }
   const value = await result;
   if (value === undefined) {
-    if (!output.json) output.note(`${verb === 'delete' || verb === 'revoke' ? `${verb === 'revoke' ? 'Revoked' : 'Deleted'} ` : 'Done: '}${positional.join(' ')}`.trim());
+    if (!output.json)
+      output.note(`${verb === 'delete' || verb === 'revoke' ? `${verb === 'revoke' ? 'Revoked' : 'Deleted'} ` : 'Done: '}${positional.join(' ')}`.trim());
     return;
   }
   output.object(value);

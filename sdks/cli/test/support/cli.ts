@@ -33,7 +33,13 @@ export class Cli {
   }
 
   env(extra: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
-    const env: NodeJS.ProcessEnv = { ...process.env, MERX_CONFIG_DIR: this.configDir, MERX_BASE_URL: this.server.baseUrl, MERX_GRPC_URL: this.server.grpcUrl, NO_COLOR: '1' };
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      MERX_CONFIG_DIR: this.configDir,
+      MERX_BASE_URL: this.server.baseUrl,
+      MERX_GRPC_URL: this.server.grpcUrl,
+      NO_COLOR: '1',
+    };
     for (const name of ['MERX_API_KEY', 'MERX_PROFILE', 'MERX_OPERATOR_TOKEN', 'MERX_LOG', 'FORCE_COLOR']) delete env[name];
     if (this.merchant) env.MERX_API_KEY = this.merchant.apiKey;
     for (const [name, value] of Object.entries(extra)) {

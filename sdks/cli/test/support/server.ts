@@ -73,7 +73,14 @@ async function start(): Promise<MerxServer> {
   const port = await freePort();
   const grpcPort = await freePort();
   const logPath = path.join(dataDir, 'server.log');
-  const env: NodeJS.ProcessEnv = { ...process.env, ...SERVER_ENV, PORT: String(port), GRPC_PORT: String(grpcPort), ADMIN_PORT: '0', MERX_DATA_DIR: path.join(dataDir, 'data') };
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    ...SERVER_ENV,
+    PORT: String(port),
+    GRPC_PORT: String(grpcPort),
+    ADMIN_PORT: '0',
+    MERX_DATA_DIR: path.join(dataDir, 'data'),
+  };
   for (const name of ['MERX_API_KEY', 'MERX_BASE_URL', 'MERX_GRPC_URL', 'MERX_LOG', 'MERX_OPERATOR_TOKEN', 'MERX_PROFILE', 'MERX_CONFIG_DIR']) delete env[name];
   const log = openSync(logPath, 'a');
   const child: ChildProcess = spawn(process.execPath, [embeddedMain], { cwd: repoRoot, env, stdio: ['ignore', log, log] });
@@ -120,7 +127,10 @@ async function start(): Promise<MerxServer> {
     logTail,
     async createMerchant(name) {
       const suffix = randomUUID().slice(0, 10);
-      const answer = (await operator('POST', '/admin/v1/merchants', { name: name ?? `CLI ${suffix}`, owner: { email: `owner-${suffix}@cli-tests.example` } })) as {
+      const answer = (await operator('POST', '/admin/v1/merchants', {
+        name: name ?? `CLI ${suffix}`,
+        owner: { email: `owner-${suffix}@cli-tests.example` },
+      })) as {
         merchant: { id: string };
         api_key: { id: string; secret: string };
       };
@@ -130,7 +140,11 @@ async function start(): Promise<MerxServer> {
 }
 
 /** Waits for `condition` to give a truthy value (polling every 100 ms), up to `timeoutMs`. */
-export async function eventually<T>(condition: () => Promise<T | undefined | null | false> | T | undefined | null | false, what = 'the condition', timeoutMs = 30_000): Promise<T> {
+export async function eventually<T>(
+  condition: () => Promise<T | undefined | null | false> | T | undefined | null | false,
+  what = 'the condition',
+  timeoutMs = 30_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await condition();

@@ -30,7 +30,11 @@ describe('CLI pieces', () => {
 
   it('a forwarded envelope carries a body hmac and headers the SDK verifies with the session secret', () => {
     const secret = newSessionSecret();
-    const body = envelopeOf({ id: 'evt_1', topic: 'products.created', created_at: '2026-11-23T00:00:00.000Z', data: { object: { id: 'prod_1' } } }, 'mch_1', secret);
+    const body = envelopeOf(
+      { id: 'evt_1', topic: 'products.created', created_at: '2026-11-23T00:00:00.000Z', data: { object: { id: 'prod_1' } } },
+      'mch_1',
+      secret,
+    );
     const event = webhooks.verifyBodyHmac(body, secret);
     assert.equal(event.id, 'evt_1');
     assert.equal((event as { merchant_id: string }).merchant_id, 'mch_1');
@@ -38,7 +42,15 @@ describe('CLI pieces', () => {
   });
 
   it('turns product lines into gRPC inputs, or into failures of their own', () => {
-    const good = productLineOf(2, { sku: 'A', title: 'A', price: '1.00', currency: 'USD', status: 'draft', inventory_quantity: '3', 'attributes.colour': 'red' });
+    const good = productLineOf(2, {
+      sku: 'A',
+      title: 'A',
+      price: '1.00',
+      currency: 'USD',
+      status: 'draft',
+      inventory_quantity: '3',
+      'attributes.colour': 'red',
+    });
     assert.ok('input' in good);
     assert.equal(good.input.status, ProductStatus.DRAFT);
     assert.equal(good.input.inventoryQuantity, 3);
@@ -87,7 +99,10 @@ describe('CLI pieces', () => {
       const fromEnv = new Session({}, { ...env, MERX_BASE_URL: 'https://merx.example/', MERX_GRPC_URL: 'grpc://merx.example:443' });
       assert.equal(fromEnv.baseUrl(), 'https://merx.example');
       assert.equal(fromEnv.grpcTarget(), 'merx.example:443');
-      const flags = new Session({ baseUrl: 'http://127.0.0.1:1', grpcUrl: '127.0.0.1:2', apiKey: 'mx_test_abc_def' }, { ...env, MERX_API_KEY: 'mx_test_xyz_uvw' });
+      const flags = new Session(
+        { baseUrl: 'http://127.0.0.1:1', grpcUrl: '127.0.0.1:2', apiKey: 'mx_test_abc_def' },
+        { ...env, MERX_API_KEY: 'mx_test_xyz_uvw' },
+      );
       assert.equal(flags.grpcTarget(), '127.0.0.1:2');
       assert.equal(flags.apiKey(), 'mx_test_abc_def');
       assert.throws(() => new Session({ grpcUrl: 'http://x' }, env).grpcTarget(), UsageError);

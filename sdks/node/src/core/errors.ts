@@ -41,7 +41,10 @@ export class MerxError extends Error {
   /** The answer's headers, names in lower case. */
   readonly headers: Record<string, string>;
 
-  constructor(message: string, init: { status?: number; problem?: ProblemDocument; headers?: Record<string, string>; requestId?: string; cause?: unknown } = {}) {
+  constructor(
+    message: string,
+    init: { status?: number; problem?: ProblemDocument; headers?: Record<string, string>; requestId?: string; cause?: unknown } = {},
+  ) {
     super(message, init.cause === undefined ? undefined : { cause: init.cause });
     this.name = new.target.name;
     this.status = init.status;
@@ -107,7 +110,10 @@ export class ConfigurationError extends MerxError {}
 /** A webhook request whose signature, timestamp or body hmac does not check out. */
 export class WebhookVerificationError extends MerxError {}
 
-type MerxErrorClass = new (message: string, init: { status?: number; problem?: ProblemDocument; headers?: Record<string, string>; requestId?: string }) => MerxError;
+type MerxErrorClass = new (
+  message: string,
+  init: { status?: number; problem?: ProblemDocument; headers?: Record<string, string>; requestId?: string },
+) => MerxError;
 
 function errorClassFor(status: number): MerxErrorClass {
   switch (status) {

@@ -177,7 +177,8 @@ function encodeQuery(query: object | undefined): string {
 
 function encodeBody(call: ApiRequest): string | undefined {
   if (call.body === undefined) return undefined;
-  if (call.encoding === 'form') return new URLSearchParams(Object.entries(call.body as Record<string, unknown>).map(([name, value]) => [name, String(value)])).toString();
+  if (call.encoding === 'form')
+    return new URLSearchParams(Object.entries(call.body as Record<string, unknown>).map(([name, value]) => [name, String(value)])).toString();
   return JSON.stringify(call.body);
 }
 

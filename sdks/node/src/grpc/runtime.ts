@@ -23,7 +23,17 @@ import {
 } from '../proto/merx/v1/products_pb.js';
 import { IngestRecordsResponse_Status, RecordService, RecordType, type IngestRecordsResponse } from '../proto/merx/v1/records_pb.js';
 import type { GrpcConnection } from './connection.js';
-import type { BulkProductInput, EventStreamParams, ExportFilters, GrpcCallOptions, ItemProblem, ProductResult, RecordAck, StreamedEvent, UpsertOptions } from './types.js';
+import type {
+  BulkProductInput,
+  EventStreamParams,
+  ExportFilters,
+  GrpcCallOptions,
+  ItemProblem,
+  ProductResult,
+  RecordAck,
+  StreamedEvent,
+  UpsertOptions,
+} from './types.js';
 
 const DEFAULT_WINDOW = 1_000;
 const DEFAULT_MAX_RECONNECTS = 10;
@@ -246,13 +256,26 @@ export class GrpcRuntime {
 
   // ---- calls ----------------------------------------------------------------------------------
 
-  private unary<I extends DescMessage, O extends DescMessage>(method: DescMethod & { input: I; output: O }, request: MessageShape<I>, metadata: grpc.Metadata, options: GrpcCallOptions): Promise<MessageShape<O>> {
+  private unary<I extends DescMessage, O extends DescMessage>(
+    method: DescMethod & { input: I; output: O },
+    request: MessageShape<I>,
+    metadata: grpc.Metadata,
+    options: GrpcCallOptions,
+  ): Promise<MessageShape<O>> {
     return new Promise((resolve, reject) => {
-      const call = this.client.makeUnaryRequest(pathOf(method), serializer(method.input), deserializer(method.output), request, metadata, {}, (error, answer) => {
-        options.signal?.removeEventListener('abort', cancel);
-        if (error) reject(options.signal?.aborted ? options.signal.reason : error);
-        else resolve(answer!);
-      });
+      const call = this.client.makeUnaryRequest(
+        pathOf(method),
+        serializer(method.input),
+        deserializer(method.output),
+        request,
+        metadata,
+        {},
+        (error, answer) => {
+          options.signal?.removeEventListener('abort', cancel);
+          if (error) reject(options.signal?.aborted ? options.signal.reason : error);
+          else resolve(answer!);
+        },
+      );
       const cancel = () => call.cancel();
       if (options.signal?.aborted) cancel();
       else options.signal?.addEventListener('abort', cancel, { once: true });
@@ -260,7 +283,11 @@ export class GrpcRuntime {
   }
 
   /** A server stream as an async iterable; a call refused for its token before any message is made again once. */
-  private async *serverStream<I extends DescMessage, O extends DescMessage>(method: DescMethod & { input: I; output: O }, request: MessageShape<I>, options: GrpcCallOptions): AsyncGenerator<MessageShape<O>> {
+  private async *serverStream<I extends DescMessage, O extends DescMessage>(
+    method: DescMethod & { input: I; output: O },
+    request: MessageShape<I>,
+    options: GrpcCallOptions,
+  ): AsyncGenerator<MessageShape<O>> {
     let refreshedToken = false;
     for (;;) {
       const token = await this.connection.settings.tokens.get();
@@ -311,7 +338,15 @@ export class GrpcRuntime {
 // ---- errors -------------------------------------------------------------------------------------
 
 /** Statuses after which the event stream resumes rather than fails. */
-const RESUMABLE = new Set([grpc.status.UNAVAILABLE, grpc.status.RESOURCE_EXHAUSTED, grpc.status.ABORTED, grpc.status.INTERNAL, grpc.status.UNKNOWN, grpc.status.CANCELLED, grpc.status.DEADLINE_EXCEEDED]);
+const RESUMABLE = new Set([
+  grpc.status.UNAVAILABLE,
+  grpc.status.RESOURCE_EXHAUSTED,
+  grpc.status.ABORTED,
+  grpc.status.INTERNAL,
+  grpc.status.UNKNOWN,
+  grpc.status.CANCELLED,
+  grpc.status.DEADLINE_EXCEEDED,
+]);
 
 /** The HTTP status of each REST problem code, so a gRPC failure is the same class as its REST twin. */
 const HTTP_STATUS_OF_REASON: Record<string, number> = {
@@ -358,7 +393,8 @@ function details(error: grpc.ServiceError): { reason: string | undefined; errors
     try {
       for (const detail of fromBinary(StatusSchema, raw).details) {
         reason ??= anyUnpack(detail, ErrorInfoSchema)?.reason;
-        for (const violation of anyUnpack(detail, BadRequestSchema)?.fieldViolations ?? []) errors.push({ field: violation.field, code: violation.reason, message: violation.description });
+        for (const violation of anyUnpack(detail, BadRequestSchema)?.fieldViolations ?? [])
+          errors.push({ field: violation.field, code: violation.reason, message: violation.description });
         const delay = anyUnpack(detail, RetryInfoSchema)?.retryDelay;
         if (delay) retryDelayMs = Number(delay.seconds) * 1000 + delay.nanos / 1e6;
       }
@@ -372,13 +408,15 @@ function details(error: grpc.ServiceError): { reason: string | undefined; errors
 /** A whole-call failure as the MerxError REST would have thrown for it, carrying the ErrorInfo reason as `code`. */
 export function merxErrorOf(error: unknown): MerxError {
   const failure = error as Partial<grpc.ServiceError>;
-  if (typeof failure?.code !== 'number') return error instanceof MerxError ? error : new MerxError(String((error as Error)?.message ?? error), { cause: error });
+  if (typeof failure?.code !== 'number')
+    return error instanceof MerxError ? error : new MerxError(String((error as Error)?.message ?? error), { cause: error });
   const { reason, errors, retryDelayMs } = details(failure as grpc.ServiceError);
   const grpcStatus = grpc.status[failure.code] ?? String(failure.code);
   const message = failure.details || failure.message || grpcStatus;
   if (reason === undefined) {
     if (failure.code === grpc.status.DEADLINE_EXCEEDED) return new TimeoutError(`gRPC call timed out: ${message}`, { cause: error });
-    if (failure.code === grpc.status.UNAVAILABLE || failure.code === grpc.status.CANCELLED) return new ConnectionError(`gRPC call got no answer: ${message} (${grpcStatus})`, { cause: error });
+    if (failure.code === grpc.status.UNAVAILABLE || failure.code === grpc.status.CANCELLED)
+      return new ConnectionError(`gRPC call got no answer: ${message} (${grpcStatus})`, { cause: error });
   }
   const tooLarge = reason === undefined && failure.code === grpc.status.RESOURCE_EXHAUSTED && /larger than max/i.test(message);
   const status = (reason === undefined ? undefined : HTTP_STATUS_OF_REASON[reason]) ?? (tooLarge ? 413 : HTTP_STATUS_OF_CODE[failure.code]) ?? 500;
@@ -396,9 +434,22 @@ export function merxErrorOf(error: unknown): MerxError {
 // ---- conversions --------------------------------------------------------------------------------
 
 const STATUS_NAMES = { [ProductStatus.DRAFT]: 'draft', [ProductStatus.ACTIVE]: 'active', [ProductStatus.ARCHIVED]: 'archived' } as const;
-const OUTCOMES = { [ProductResult_Outcome.CREATED]: 'created', [ProductResult_Outcome.UPDATED]: 'updated', [ProductResult_Outcome.UNCHANGED]: 'unchanged' } as const;
-const RECORD_TYPES: Record<RecordInput['type'], RecordType> = { order: RecordType.ORDER, review: RecordType.REVIEW, campaign_spend: RecordType.CAMPAIGN_SPEND, alert: RecordType.ALERT };
-const ACK_STATUSES = { [IngestRecordsResponse_Status.ACCEPTED]: 'accepted', [IngestRecordsResponse_Status.DUPLICATE]: 'duplicate', [IngestRecordsResponse_Status.REJECTED]: 'rejected' } as const;
+const OUTCOMES = {
+  [ProductResult_Outcome.CREATED]: 'created',
+  [ProductResult_Outcome.UPDATED]: 'updated',
+  [ProductResult_Outcome.UNCHANGED]: 'unchanged',
+} as const;
+const RECORD_TYPES: Record<RecordInput['type'], RecordType> = {
+  order: RecordType.ORDER,
+  review: RecordType.REVIEW,
+  campaign_spend: RecordType.CAMPAIGN_SPEND,
+  alert: RecordType.ALERT,
+};
+const ACK_STATUSES = {
+  [IngestRecordsResponse_Status.ACCEPTED]: 'accepted',
+  [IngestRecordsResponse_Status.DUPLICATE]: 'duplicate',
+  [IngestRecordsResponse_Status.REJECTED]: 'rejected',
+} as const;
 
 function productStatusOf(status: string): ProductStatus {
   switch (status) {
@@ -461,7 +512,8 @@ function itemProblemOf(problem: Problem | undefined): ItemProblem {
 }
 
 function recordInputOf(record: RecordInput) {
-  if (record === null || typeof record !== 'object') throw new MerxError(`a record to ingest must be an object, got ${record === null ? 'null' : typeof record}`);
+  if (record === null || typeof record !== 'object')
+    throw new MerxError(`a record to ingest must be an object, got ${record === null ? 'null' : typeof record}`);
   const occurred = record.occurred_at === undefined ? undefined : new Date(record.occurred_at);
   return {
     type: RECORD_TYPES[record.type] ?? RecordType.UNSPECIFIED,
@@ -562,7 +614,8 @@ async function* answersOf<T>(call: grpc.ClientReadableStream<T> | grpc.ClientDup
   call.on('status', (status: grpc.StatusObject) => {
     // An error status also comes as 'error'; this is the fallback. OK waits for 'end', which
     // comes only once the answers still buffered in a paused call have been given.
-    if (status.code !== grpc.status.OK) outcome ??= { error: Object.assign(new Error(`${status.code} ${grpc.status[status.code]}: ${status.details}`), status) };
+    if (status.code !== grpc.status.OK)
+      outcome ??= { error: Object.assign(new Error(`${status.code} ${grpc.status[status.code]}: ${status.details}`), status) };
     poke();
   });
   call.on('end', () => {

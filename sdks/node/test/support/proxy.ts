@@ -112,7 +112,12 @@ export class FaultProxy {
     }
   }
 
-  private forward(method: string, path: string, headers: IncomingHttpHeaders, body: Buffer): Promise<{ status: number; headers: Record<string, string | string[]>; body: Buffer }> {
+  private forward(
+    method: string,
+    path: string,
+    headers: IncomingHttpHeaders,
+    body: Buffer,
+  ): Promise<{ status: number; headers: Record<string, string | string[]>; body: Buffer }> {
     const forwarded: Record<string, string | string[]> = {};
     for (const [name, value] of Object.entries(headers)) if (value !== undefined && !HOP_BY_HOP.has(name)) forwarded[name] = value;
     if (body.length) forwarded['content-length'] = String(body.length);

@@ -58,7 +58,10 @@ describe('gRPC failures as typed errors', () => {
     const error = merxErrorOf(
       failure(grpc.status.INVALID_ARGUMENT, 'products: too long', [
         reason('validation_failed'),
-        { schema: BadRequestSchema, value: { fieldViolations: [{ field: 'products', reason: 'too_long', description: 'products must hold 1 to 1000 products' }] } },
+        {
+          schema: BadRequestSchema,
+          value: { fieldViolations: [{ field: 'products', reason: 'too_long', description: 'products must hold 1 to 1000 products' }] },
+        },
       ]),
     );
     assert.ok(error instanceof UnprocessableEntityError);
@@ -66,7 +69,12 @@ describe('gRPC failures as typed errors', () => {
   });
 
   it('gives RESOURCE_EXHAUSTED with RetryInfo as a RateLimitError saying how long to wait', () => {
-    const error = merxErrorOf(failure(grpc.status.RESOURCE_EXHAUSTED, 'bulk class empty', [reason('rate_limited'), { schema: RetryInfoSchema, value: { retryDelay: durationFromMs(2_500) } }]));
+    const error = merxErrorOf(
+      failure(grpc.status.RESOURCE_EXHAUSTED, 'bulk class empty', [
+        reason('rate_limited'),
+        { schema: RetryInfoSchema, value: { retryDelay: durationFromMs(2_500) } },
+      ]),
+    );
     assert.ok(error instanceof RateLimitError);
     assert.equal(error.retryAfter, 3);
     // Without an ErrorInfo, a message over the size limit is no throttle.

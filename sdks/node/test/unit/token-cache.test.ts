@@ -37,7 +37,10 @@ describe('TokenCache', () => {
       () => now,
     );
     const results = await Promise.allSettled([cache.get(), cache.get(), cache.get()]);
-    assert.deepEqual(results.map((result) => result.status), ['rejected', 'rejected', 'rejected']);
+    assert.deepEqual(
+      results.map((result) => result.status),
+      ['rejected', 'rejected', 'rejected'],
+    );
     assert.equal(exchanges, 1);
     fail = false;
     assert.deepEqual(await Promise.all([cache.get(), cache.get()]), ['ok', 'ok']);

@@ -5,7 +5,13 @@ import { chainEntry, findChainBreak, GENESIS_HASH, hashEntry, presentEntry, Unkn
 // A known chain, hashed with hash_version 1. The hashes are golden: computed once by a separate
 // implementation (sorted-key JSON in Python), so any change to the hashed form fails here before
 // it could break the verification of a stored chain.
-const base = { merchantId: 'mch_golden', actor: { type: 'api_key' as const, id: 'key_golden' }, resource: { type: 'product', id: 'prod_golden' }, requestId: 'req_golden', ip: '203.0.113.7' };
+const base = {
+  merchantId: 'mch_golden',
+  actor: { type: 'api_key' as const, id: 'key_golden' },
+  resource: { type: 'product', id: 'prod_golden' },
+  requestId: 'req_golden',
+  ip: '203.0.113.7',
+};
 const GOLDEN_1 = '916ab2c0f2a6ce44f740f8eff833bf89fd71b52b68b0a58de50f2b320bd2a416';
 const GOLDEN_2 = '595210e281fc4e6530dbac90b3cd2994c28a7123d4e580c5c655d47437604550';
 const CANONICAL_1 =
@@ -13,11 +19,26 @@ const CANONICAL_1 =
 
 function goldenChain(): [AuditEntry, AuditEntry] {
   const first = chainEntry(
-    { ...base, id: 'aud_1', occurredAt: '2026-01-02T03:04:05.678Z', action: 'products.created', changes: { before: null, after: { title: 'Mug', price: '9.50' } }, eventId: 'evt_1' },
+    {
+      ...base,
+      id: 'aud_1',
+      occurredAt: '2026-01-02T03:04:05.678Z',
+      action: 'products.created',
+      changes: { before: null, after: { title: 'Mug', price: '9.50' } },
+      eventId: 'evt_1',
+    },
     undefined,
   );
   const second = chainEntry(
-    { ...base, id: 'aud_2', occurredAt: '2026-01-02T03:05:00.000Z', action: 'products.updated', changes: { before: { title: 'Mug' }, after: { title: 'Big mug' } }, eventId: 'evt_2', ip: null },
+    {
+      ...base,
+      id: 'aud_2',
+      occurredAt: '2026-01-02T03:05:00.000Z',
+      action: 'products.updated',
+      changes: { before: { title: 'Mug' }, after: { title: 'Big mug' } },
+      eventId: 'evt_2',
+      ip: null,
+    },
     first,
   );
   return [first, second];
@@ -48,7 +69,11 @@ describe('audit hashes (hash_version 1)', () => {
       sequence: 2,
       reason: 'hash_mismatch',
     });
-    assert.deepEqual(findChainBreak([{ ...first, hashVersion: 99 }, second], { sequence: 0, hash: GENESIS_HASH }), { id: 'aud_1', sequence: 1, reason: 'hash_mismatch' });
+    assert.deepEqual(findChainBreak([{ ...first, hashVersion: 99 }, second], { sequence: 0, hash: GENESIS_HASH }), {
+      id: 'aud_1',
+      sequence: 1,
+      reason: 'hash_mismatch',
+    });
     assert.throws(() => hashEntry({ ...first, hashVersion: 99 }), UnknownHashVersion);
   });
 });

@@ -53,7 +53,10 @@ export function entryFromEvent(id: string, event: MerxEvent): UnchainedEntry {
     occurredAt: event.created_at,
     actor: event.context?.actor ?? SYSTEM_ACTOR,
     action: event.topic,
-    resource: { type: typeof object.object === 'string' ? object.object : event.topic.split('.')[0]!, id: typeof object.id === 'string' ? object.id : event.id },
+    resource: {
+      type: typeof object.object === 'string' ? object.object : event.topic.split('.')[0]!,
+      id: typeof object.id === 'string' ? object.id : event.id,
+    },
     changes: changesOf(event),
     requestId: event.context?.request_id ?? null,
     ip: event.context?.ip ?? null,
@@ -98,7 +101,9 @@ export class UnknownHashVersion extends Error {
 export function hashEntry(entry: Omit<AuditEntry, 'hash'>): string {
   const form = HASHED_FORMS[entry.hashVersion];
   if (!form) throw new UnknownHashVersion(entry.hashVersion);
-  return createHash('sha256').update(`${entry.prevHash}\n${canonicalJson(form(entry))}`).digest('hex');
+  return createHash('sha256')
+    .update(`${entry.prevHash}\n${canonicalJson(form(entry))}`)
+    .digest('hex');
 }
 
 export function chainEntry(entry: UnchainedEntry, previous: { sequence: number; hash: string } | undefined): AuditEntry {

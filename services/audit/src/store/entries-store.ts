@@ -49,13 +49,31 @@ function toEntry(row: EntryRow): AuditEntry {
  */
 export async function appendEntryForMerchant(tx: Queryable, merchantId: MerchantId, unchained: UnchainedEntry): Promise<AuditEntry> {
   await tx.query(`INSERT INTO ${HEADS} (merchant_id, sequence, hash) VALUES ($1, 0, $2) ON CONFLICT (merchant_id) DO NOTHING`, [merchantId, GENESIS_HASH]);
-  const { rows } = await tx.query<{ sequence: number | string; hash: string }>(`SELECT sequence, hash FROM ${HEADS} WHERE merchant_id = $1 FOR UPDATE`, [merchantId]);
+  const { rows } = await tx.query<{ sequence: number | string; hash: string }>(`SELECT sequence, hash FROM ${HEADS} WHERE merchant_id = $1 FOR UPDATE`, [
+    merchantId,
+  ]);
   const head = rows[0]!;
   const entry = chainEntry(unchained, { sequence: Number(head.sequence), hash: head.hash });
   await tx.query(
     `INSERT INTO ${ENTRIES} (merchant_id, id, sequence, occurred_at, actor, action, resource_type, resource_id, changes, request_id, ip, event_id, prev_hash, hash, hash_version)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
-    [merchantId, entry.id, entry.sequence, entry.occurredAt, JSON.stringify(entry.actor), entry.action, entry.resource.type, entry.resource.id, JSON.stringify(entry.changes), entry.requestId, entry.ip, entry.eventId, entry.prevHash, entry.hash, entry.hashVersion],
+    [
+      merchantId,
+      entry.id,
+      entry.sequence,
+      entry.occurredAt,
+      JSON.stringify(entry.actor),
+      entry.action,
+      entry.resource.type,
+      entry.resource.id,
+      JSON.stringify(entry.changes),
+      entry.requestId,
+      entry.ip,
+      entry.eventId,
+      entry.prevHash,
+      entry.hash,
+      entry.hashVersion,
+    ],
   );
   await tx.query(`UPDATE ${HEADS} SET sequence = $2, hash = $3 WHERE merchant_id = $1`, [merchantId, entry.sequence, entry.hash]);
   return entry;
@@ -68,7 +86,9 @@ export async function appendEntryForMerchant(tx: Queryable, merchantId: Merchant
 export async function appendEntriesForMerchant(tx: Queryable, merchantId: MerchantId, unchained: UnchainedEntry[]): Promise<AuditEntry[]> {
   if (unchained.length === 0) return [];
   await tx.query(`INSERT INTO ${HEADS} (merchant_id, sequence, hash) VALUES ($1, 0, $2) ON CONFLICT (merchant_id) DO NOTHING`, [merchantId, GENESIS_HASH]);
-  const { rows } = await tx.query<{ sequence: number | string; hash: string }>(`SELECT sequence, hash FROM ${HEADS} WHERE merchant_id = $1 FOR UPDATE`, [merchantId]);
+  const { rows } = await tx.query<{ sequence: number | string; hash: string }>(`SELECT sequence, hash FROM ${HEADS} WHERE merchant_id = $1 FOR UPDATE`, [
+    merchantId,
+  ]);
   let previous = { sequence: Number(rows[0]!.sequence), hash: rows[0]!.hash };
   const entries = unchained.map((entry) => {
     const chained = chainEntry(entry, previous);
@@ -117,7 +137,12 @@ export interface EntryFilters {
 }
 
 /** Newest first (by position in the chain); `after` is the id of the last entry of the previous page. */
-export async function listEntriesForMerchant(db: Queryable, merchantId: MerchantId, page: { limit: number; after?: string | undefined }, filters: EntryFilters): Promise<AuditEntry[]> {
+export async function listEntriesForMerchant(
+  db: Queryable,
+  merchantId: MerchantId,
+  page: { limit: number; after?: string | undefined },
+  filters: EntryFilters,
+): Promise<AuditEntry[]> {
   const conditions = ['merchant_id = $1'];
   const params: unknown[] = [merchantId];
   const add = (sql: string, value: unknown) => {
@@ -132,13 +157,20 @@ export async function listEntriesForMerchant(db: Queryable, merchantId: Merchant
   if (filters.since) add('occurred_at >= ?', filters.since);
   if (filters.until) add('occurred_at < ?', filters.until);
   params.push(page.limit + 1);
-  const { rows } = await db.query<EntryRow>(`SELECT * FROM ${ENTRIES} WHERE ${conditions.join(' AND ')} ORDER BY sequence DESC LIMIT $${params.length}`, params);
+  const { rows } = await db.query<EntryRow>(
+    `SELECT * FROM ${ENTRIES} WHERE ${conditions.join(' AND ')} ORDER BY sequence DESC LIMIT $${params.length}`,
+    params,
+  );
   return rows.map(toEntry);
 }
 
 /** Entries in chain order from a sequence on, a batch at a time, so verifying a long chain stays in bounded memory. */
 export async function entriesInChainOrderForMerchant(db: Queryable, merchantId: MerchantId, fromSequence: number, limit: number): Promise<AuditEntry[]> {
-  const { rows } = await db.query<EntryRow>(`SELECT * FROM ${ENTRIES} WHERE merchant_id = $1 AND sequence >= $2 ORDER BY sequence LIMIT $3`, [merchantId, fromSequence, limit]);
+  const { rows } = await db.query<EntryRow>(`SELECT * FROM ${ENTRIES} WHERE merchant_id = $1 AND sequence >= $2 ORDER BY sequence LIMIT $3`, [
+    merchantId,
+    fromSequence,
+    limit,
+  ]);
   return rows.map(toEntry);
 }
 
@@ -153,7 +185,9 @@ export async function chainHeadForMerchant(db: Queryable, merchantId: MerchantId
 }
 
 export async function checkpointForMerchant(db: Queryable, merchantId: MerchantId): Promise<{ sequence: number; hash: string }> {
-  const { rows } = await db.query<{ sequence: number | string; hash: string }>(`SELECT sequence, hash FROM ${CHECKPOINTS} WHERE merchant_id = $1`, [merchantId]);
+  const { rows } = await db.query<{ sequence: number | string; hash: string }>(`SELECT sequence, hash FROM ${CHECKPOINTS} WHERE merchant_id = $1`, [
+    merchantId,
+  ]);
   return rows[0] ? { sequence: Number(rows[0].sequence), hash: rows[0].hash } : { sequence: 0, hash: GENESIS_HASH };
 }
 
@@ -169,7 +203,10 @@ export async function purgeEntriesOlderThan(tx: Queryable, cutoff: Date): Promis
   let removed = 0;
   for (const row of rows) {
     // The privileged function moves the checkpoint and deletes; nothing else may delete an entry.
-    const result = await tx.query<{ removed: string }>(`SELECT ${AUDIT_SCHEMA}.purge_entries_through($1, $2)::text AS removed`, [row.merchant_id, row.sequence]);
+    const result = await tx.query<{ removed: string }>(`SELECT ${AUDIT_SCHEMA}.purge_entries_through($1, $2)::text AS removed`, [
+      row.merchant_id,
+      row.sequence,
+    ]);
     removed += Number(result.rows[0]?.removed ?? 0);
   }
   return removed;

@@ -29,14 +29,14 @@ import { AUDIT_SCHEMA } from '../store/migrations.js';
 export const AUDIT_CONSUMER = 'audit.events';
 const VERIFY_BATCH = 1_000;
 
-
 function parseFilters(query: Record<string, unknown>): EntryFilters {
   const errors: FieldError[] = [];
   const filters: EntryFilters = {};
   const text = (name: string, key: keyof EntryFilters) => {
     const value = query[name];
     if (value === undefined) return;
-    if (typeof value !== 'string' || value.length === 0 || value.length > 255) errors.push({ field: name, code: 'invalid_value', message: `${name} must be given once, 1-255 characters` });
+    if (typeof value !== 'string' || value.length === 0 || value.length > 255)
+      errors.push({ field: name, code: 'invalid_value', message: `${name} must be given once, 1-255 characters` });
     else (filters as Record<string, unknown>)[key] = value;
   };
   text('resource_id', 'resourceId');
@@ -76,7 +76,11 @@ export function auditLog(db: Db) {
         const fresh = new Set(rows.map((row) => row.event_id));
         const seen = new Set<string>();
         const toAppend = events.filter((event) => fresh.has(event.id) && !seen.has(event.id) && seen.add(event.id));
-        await appendEntriesForMerchant(tx, trustedMerchantId(merchantId), toAppend.map((event) => entryFromEvent(newId('aud'), event)));
+        await appendEntriesForMerchant(
+          tx,
+          trustedMerchantId(merchantId),
+          toAppend.map((event) => entryFromEvent(newId('aud'), event)),
+        );
       });
     },
 

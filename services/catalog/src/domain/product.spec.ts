@@ -60,8 +60,16 @@ describe('product domain', () => {
     }
 
     const refused: [string, Record<string, unknown>, string[]][] = [
-      ['no required field', { sku: undefined, title: undefined, price: undefined, currency: undefined }, ['currency:required', 'price:required', 'sku:required', 'title:required']],
-      ['null required fields', { sku: null, title: null, price: null, currency: null }, ['currency:invalid_currency', 'price:invalid_decimal', 'sku:invalid_type', 'title:invalid_type']],
+      [
+        'no required field',
+        { sku: undefined, title: undefined, price: undefined, currency: undefined },
+        ['currency:required', 'price:required', 'sku:required', 'title:required'],
+      ],
+      [
+        'null required fields',
+        { sku: null, title: null, price: null, currency: null },
+        ['currency:invalid_currency', 'price:invalid_decimal', 'sku:invalid_type', 'title:invalid_type'],
+      ],
       ['a float price', { price: 19.99 }, ['price:invalid_decimal']],
       ['too many decimals for USD', { price: '19.999' }, ['price:too_many_decimals']],
       ['any decimals for JPY', { price: '1.5', currency: 'JPY' }, ['price:too_many_decimals']],
@@ -87,12 +95,19 @@ describe('product domain', () => {
       ['attributes as an array', { attributes: ['a'] }, ['attributes:invalid_type']],
       ['an unknown field', { colour: 'black' }, ['colour:unknown_field']],
       ['status archived', { status: 'archived' }, ['status:invalid_value']],
-      ['non-string text fields', { sku: 42, title: 42, description: 42, currency: 840 }, ['currency:invalid_currency', 'description:invalid_type', 'sku:invalid_type', 'title:invalid_type']],
+      [
+        'non-string text fields',
+        { sku: 42, title: 42, description: 42, currency: 840 },
+        ['currency:invalid_currency', 'description:invalid_type', 'sku:invalid_type', 'title:invalid_type'],
+      ],
       ['an attribute key of 65 characters', { attributes: { ['k'.repeat(65)]: 'v' } }, [`attributes.${'k'.repeat(65)}:invalid_key`]],
     ];
     for (const [name, change, expected] of refused) {
       it(`refuses ${name}`, () => {
-        assert.deepEqual(errorsOf(() => validateNewProduct({ ...VALID, ...change })), expected);
+        assert.deepEqual(
+          errorsOf(() => validateNewProduct({ ...VALID, ...change })),
+          expected,
+        );
       });
     }
 
@@ -101,9 +116,18 @@ describe('product domain', () => {
     });
 
     it('refuses a body that is not an object', () => {
-      assert.deepEqual(errorsOf(() => validateNewProduct([VALID])), ['(body):invalid_type']);
-      assert.deepEqual(errorsOf(() => validateNewProduct(null)), ['(body):invalid_type']);
-      assert.deepEqual(errorsOf(() => validateNewProduct(undefined)), ['(body):required']);
+      assert.deepEqual(
+        errorsOf(() => validateNewProduct([VALID])),
+        ['(body):invalid_type'],
+      );
+      assert.deepEqual(
+        errorsOf(() => validateNewProduct(null)),
+        ['(body):invalid_type'],
+      );
+      assert.deepEqual(
+        errorsOf(() => validateNewProduct(undefined)),
+        ['(body):required'],
+      );
     });
   });
 
@@ -115,7 +139,10 @@ describe('product domain', () => {
 
     it('checks a new price against the current currency', () => {
       assert.deepEqual(validateProductChanges({ price: '5' }, existing()), { price: '5.00' });
-      assert.deepEqual(errorsOf(() => validateProductChanges({ price: '5.5' }, existing({ currency: 'JPY', price: '5' }))), ['price:too_many_decimals']);
+      assert.deepEqual(
+        errorsOf(() => validateProductChanges({ price: '5.5' }, existing({ currency: 'JPY', price: '5' }))),
+        ['price:too_many_decimals'],
+      );
     });
 
     it('checks a new price against a new currency sent with it', () => {
@@ -128,21 +155,33 @@ describe('product domain', () => {
     });
 
     it('refuses a new currency in which the stored price is inexact', () => {
-      assert.deepEqual(errorsOf(() => validateProductChanges({ currency: 'JPY' }, existing({ price: '19.99' }))), ['price:too_many_decimals']);
+      assert.deepEqual(
+        errorsOf(() => validateProductChanges({ currency: 'JPY' }, existing({ price: '19.99' }))),
+        ['price:too_many_decimals'],
+      );
     });
 
     it('refuses null for required fields and accepts it for the nullable ones', () => {
-      assert.deepEqual(errorsOf(() => validateProductChanges({ title: null, sku: null, price: null }, existing())), ['price:invalid_decimal', 'sku:invalid_type', 'title:invalid_type']);
+      assert.deepEqual(
+        errorsOf(() => validateProductChanges({ title: null, sku: null, price: null }, existing())),
+        ['price:invalid_decimal', 'sku:invalid_type', 'title:invalid_type'],
+      );
       assert.deepEqual(validateProductChanges({ description: null, inventory_quantity: null }, existing()), { description: null, inventoryQuantity: null });
     });
 
     it('accepts any status (the transition is checked separately) but no unknown one', () => {
       assert.deepEqual(validateProductChanges({ status: 'archived' }, existing()), { status: 'archived' });
-      assert.deepEqual(errorsOf(() => validateProductChanges({ status: 'deleted' }, existing())), ['status:invalid_value']);
+      assert.deepEqual(
+        errorsOf(() => validateProductChanges({ status: 'deleted' }, existing())),
+        ['status:invalid_value'],
+      );
     });
 
     it('refuses fields that are not product fields, such as version', () => {
-      assert.deepEqual(errorsOf(() => validateProductChanges({ version: 3, id: 'x' }, existing())), ['id:unknown_field', 'version:unknown_field']);
+      assert.deepEqual(
+        errorsOf(() => validateProductChanges({ version: 3, id: 'x' }, existing())),
+        ['id:unknown_field', 'version:unknown_field'],
+      );
     });
   });
 
@@ -163,7 +202,10 @@ describe('product domain', () => {
     for (const [from, to] of allowed) it(`allows ${from} → ${to}`, () => assertTransition(from, to));
     for (const [from, to] of refused) {
       it(`refuses ${from} → ${to} as a conflict`, () => {
-        assert.throws(() => assertTransition(from, to), (error: unknown) => error instanceof Conflict && error.message.includes(`${from} product cannot become ${to}`));
+        assert.throws(
+          () => assertTransition(from, to),
+          (error: unknown) => error instanceof Conflict && error.message.includes(`${from} product cannot become ${to}`),
+        );
       });
     }
   });
@@ -174,7 +216,11 @@ describe('product domain', () => {
     });
 
     it('keeps fields that do change, including to and from null', () => {
-      assert.deepEqual(effectiveChanges(existing(), { title: 'Other', description: 'now set', inventoryQuantity: 0 }), { title: 'Other', description: 'now set', inventoryQuantity: 0 });
+      assert.deepEqual(effectiveChanges(existing(), { title: 'Other', description: 'now set', inventoryQuantity: 0 }), {
+        title: 'Other',
+        description: 'now set',
+        inventoryQuantity: 0,
+      });
       assert.deepEqual(effectiveChanges(existing({ inventoryQuantity: 3 }), { inventoryQuantity: null }), { inventoryQuantity: null });
     });
 
@@ -182,7 +228,9 @@ describe('product domain', () => {
       assert.deepEqual(effectiveChanges(existing(), { attributes: { color: 'black', size: 'M' } }), {});
       assert.deepEqual(effectiveChanges(existing(), { attributes: { color: 'black', size: 'L' } }), { attributes: { color: 'black', size: 'L' } });
       assert.deepEqual(effectiveChanges(existing(), { attributes: { color: 'black' } }), { attributes: { color: 'black' } });
-      assert.deepEqual(effectiveChanges(existing(), { attributes: { color: 'black', size: 'M', fit: 'slim' } }), { attributes: { color: 'black', size: 'M', fit: 'slim' } });
+      assert.deepEqual(effectiveChanges(existing(), { attributes: { color: 'black', size: 'M', fit: 'slim' } }), {
+        attributes: { color: 'black', size: 'M', fit: 'slim' },
+      });
       assert.deepEqual(effectiveChanges(existing({ attributes: {} }), { attributes: {} }), {});
     });
   });

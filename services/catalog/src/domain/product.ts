@@ -70,7 +70,8 @@ function checkPrice(value: string, currency: string, errors: FieldError[]): stri
 
 /** A title of spaces alone says nothing; the schema's minLength cannot tell it from a real one. */
 function checkTitleNotBlank(value: unknown, errors: FieldError[]): void {
-  if (typeof value === 'string' && value.length > 0 && value.trim().length === 0) errors.push({ field: 'title', code: 'too_short', message: 'title must not be blank' });
+  if (typeof value === 'string' && value.length > 0 && value.trim().length === 0)
+    errors.push({ field: 'title', code: 'too_short', message: 'title must not be blank' });
 }
 
 export function validateNewProduct(input: unknown): NewProduct {
@@ -111,7 +112,11 @@ export function validateProductChanges(input: unknown, current: Product): Produc
     const trimmed = current.price.includes('.') ? current.price.replace(/0+$/, '').replace(/\.$/, '') : current.price;
     const parsed = parseAmount(trimmed, changes.currency);
     if ('problem' in parsed) {
-      errors.push({ field: 'price', code: 'too_many_decimals', message: `the current price ${current.price} is not exact in ${changes.currency} (${minorUnitsOf(changes.currency)} decimals); send a new price with the currency` });
+      errors.push({
+        field: 'price',
+        code: 'too_many_decimals',
+        message: `the current price ${current.price} is not exact in ${changes.currency} (${minorUnitsOf(changes.currency)} decimals); send a new price with the currency`,
+      });
     } else {
       changes.price = formatAmount(parsed.minor, changes.currency);
     }

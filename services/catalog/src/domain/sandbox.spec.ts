@@ -28,7 +28,10 @@ describe('sandbox reset domain', () => {
       const { inventoryQuantity, ...rest } = product;
       assert.deepEqual(validateNewProduct({ ...rest, inventory_quantity: inventoryQuantity }), product);
     }
-    assert.deepEqual(SANDBOX_PRODUCTS.map((p) => `${p.currency} ${p.price}`), ['USD 19.99', 'USD 12.50', 'USD 24.00']);
+    assert.deepEqual(
+      SANDBOX_PRODUCTS.map((p) => `${p.currency} ${p.price}`),
+      ['USD 19.99', 'USD 12.50', 'USD 24.00'],
+    );
   });
 
   it('reports the catalog part in the internal.sandbox_service_reset shape', () => {

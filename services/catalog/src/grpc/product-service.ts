@@ -57,13 +57,25 @@ function exportFiltersOf(request: ExportProductsRequest): ProductFilters {
  * turns messages into the REST bodies they stand for, and hands them to the bulk use cases.
  */
 export function productGrpcService(products: BulkProductUseCases, verifier: TokenVerifier, logger: Logger) {
-  const batchCreateProducts = unaryHandler<BatchCreateProductsRequest, BatchCreateProductsResponse>({ verifier, scope: 'products:write', logger }, async (claims, request) => {
-    if (request.products.length === 0 || request.products.length > MAX_BATCH_CREATE) {
-      throw new ValidationFailed([{ field: 'products', code: request.products.length === 0 ? 'too_short' : 'too_long', message: `products must hold 1 to ${MAX_BATCH_CREATE} products` }]);
-    }
-    const outcomes = await products.createProducts(claims.merchantId, request.products.map((input, index) => ({ index, body: restBodyOf(input) })));
-    return create(BatchCreateProductsResponseSchema, { results: outcomes.map(wireResultOf) });
-  });
+  const batchCreateProducts = unaryHandler<BatchCreateProductsRequest, BatchCreateProductsResponse>(
+    { verifier, scope: 'products:write', logger },
+    async (claims, request) => {
+      if (request.products.length === 0 || request.products.length > MAX_BATCH_CREATE) {
+        throw new ValidationFailed([
+          {
+            field: 'products',
+            code: request.products.length === 0 ? 'too_short' : 'too_long',
+            message: `products must hold 1 to ${MAX_BATCH_CREATE} products`,
+          },
+        ]);
+      }
+      const outcomes = await products.createProducts(
+        claims.merchantId,
+        request.products.map((input, index) => ({ index, body: restBodyOf(input) })),
+      );
+      return create(BatchCreateProductsResponseSchema, { results: outcomes.map(wireResultOf) });
+    },
+  );
 
   const upsertProducts = bulkStreamHandler<UpsertProductsRequest, BulkItem, UpsertProductsResponse>({
     verifier,
@@ -72,7 +84,8 @@ export function productGrpcService(products: BulkProductUseCases, verifier: Toke
     chunkSize: BULK_CHUNK_SIZE,
     readAhead: READ_AHEAD,
     itemOf: (message, index) => ({ index, body: restBodyOf(message.product) }),
-    write: async (claims, items) => (await products.upsertProducts(claims.merchantId, items)).map((outcome) => create(UpsertProductsResponseSchema, { result: wireResultOf(outcome) })),
+    write: async (claims, items) =>
+      (await products.upsertProducts(claims.merchantId, items)).map((outcome) => create(UpsertProductsResponseSchema, { result: wireResultOf(outcome) })),
   });
 
   const exportProducts = (call: grpc.ServerWritableStream<ExportProductsRequest, ExportProductsResponse>) => {
@@ -96,6 +109,10 @@ export function productGrpcService(products: BulkProductUseCases, verifier: Toke
 
   return {
     definition: grpcServiceDefinitionOf(ProductService),
-    implementation: { BatchCreateProducts: batchCreateProducts, UpsertProducts: upsertProducts, ExportProducts: exportProducts } as grpc.UntypedServiceImplementation,
+    implementation: {
+      BatchCreateProducts: batchCreateProducts,
+      UpsertProducts: upsertProducts,
+      ExportProducts: exportProducts,
+    } as grpc.UntypedServiceImplementation,
   };
 }

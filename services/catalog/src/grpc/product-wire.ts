@@ -1,6 +1,14 @@
 import { create } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
-import { ProductResult_Outcome, ProductResultSchema, ProductSchema, ProductStatus, type Product as WireProduct, type ProductInput, type ProductResult } from '@merx/contracts/grpc';
+import {
+  ProductResult_Outcome,
+  ProductResultSchema,
+  ProductSchema,
+  ProductStatus,
+  type Product as WireProduct,
+  type ProductInput,
+  type ProductResult,
+} from '@merx/contracts/grpc';
 import type { Product } from '../domain/product.js';
 import type { BulkOutcome } from '../usecases/bulk-products.js';
 
@@ -57,7 +65,12 @@ export function wireProductOf(product: Product): WireProduct {
   });
 }
 
-const OUTCOMES = { created: ProductResult_Outcome.CREATED, updated: ProductResult_Outcome.UPDATED, unchanged: ProductResult_Outcome.UNCHANGED, failed: ProductResult_Outcome.FAILED };
+const OUTCOMES = {
+  created: ProductResult_Outcome.CREATED,
+  updated: ProductResult_Outcome.UPDATED,
+  unchanged: ProductResult_Outcome.UNCHANGED,
+  failed: ProductResult_Outcome.FAILED,
+};
 
 export function wireResultOf(outcome: BulkOutcome): ProductResult {
   if (outcome.outcome === 'failed') {

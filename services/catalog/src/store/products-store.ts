@@ -4,7 +4,8 @@ import type { NewProduct, Product, ProductChanges, ProductStatus } from '../doma
 import { CATALOG_SCHEMA } from './migrations.js';
 
 const TABLE = `${CATALOG_SCHEMA}.products`;
-const COLUMNS = 'merchant_id, id, sku, title, description, price::text AS price, currency, status, inventory_quantity, attributes, version, created_at, updated_at';
+const COLUMNS =
+  'merchant_id, id, sku, title, description, price::text AS price, currency, status, inventory_quantity, attributes, version, created_at, updated_at';
 
 interface ProductRow {
   merchant_id: string;
@@ -56,7 +57,19 @@ export async function insertProductForMerchant(tx: Queryable, merchantId: Mercha
       `INSERT INTO ${TABLE} (merchant_id, id, sku, title, description, price, currency, status, inventory_quantity, attributes, version, created_at, updated_at)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 1, $11, $11)
        RETURNING ${COLUMNS}`,
-      [merchantId, id, product.sku, product.title, product.description, product.price, product.currency, product.status, product.inventoryQuantity, JSON.stringify(product.attributes), now],
+      [
+        merchantId,
+        id,
+        product.sku,
+        product.title,
+        product.description,
+        product.price,
+        product.currency,
+        product.status,
+        product.inventoryQuantity,
+        JSON.stringify(product.attributes),
+        now,
+      ],
     );
     return toProduct(rows[0]!);
   } catch (error) {
@@ -65,11 +78,16 @@ export async function insertProductForMerchant(tx: Queryable, merchantId: Mercha
   }
 }
 
-export async function findProductForMerchant(db: Queryable, merchantId: MerchantId, id: string, options: { forUpdate?: boolean } = {}): Promise<Product | undefined> {
-  const { rows } = await db.query<ProductRow>(
-    `SELECT ${COLUMNS} FROM ${TABLE} WHERE merchant_id = $1 AND id = $2${options.forUpdate ? ' FOR UPDATE' : ''}`,
-    [merchantId, id],
-  );
+export async function findProductForMerchant(
+  db: Queryable,
+  merchantId: MerchantId,
+  id: string,
+  options: { forUpdate?: boolean } = {},
+): Promise<Product | undefined> {
+  const { rows } = await db.query<ProductRow>(`SELECT ${COLUMNS} FROM ${TABLE} WHERE merchant_id = $1 AND id = $2${options.forUpdate ? ' FOR UPDATE' : ''}`, [
+    merchantId,
+    id,
+  ]);
   return rows[0] ? toProduct(rows[0]) : undefined;
 }
 
@@ -80,7 +98,12 @@ export interface ProductFilters {
 }
 
 /** Newest first; `after` is the last id of the previous page. Fetches limit + 1 to know if more exist. */
-export async function listProductsForMerchant(db: Queryable, merchantId: MerchantId, page: { limit: number; after?: string | undefined }, filters: ProductFilters): Promise<Product[]> {
+export async function listProductsForMerchant(
+  db: Queryable,
+  merchantId: MerchantId,
+  page: { limit: number; after?: string | undefined },
+  filters: ProductFilters,
+): Promise<Product[]> {
   const conditions = ['merchant_id = $1'];
   const params: unknown[] = [merchantId];
   const add = (sql: string, value: unknown) => {
@@ -92,7 +115,10 @@ export async function listProductsForMerchant(db: Queryable, merchantId: Merchan
   if (filters.sku) add('sku = ?', filters.sku);
   if (filters.currency) add('currency = ?', filters.currency);
   params.push(page.limit + 1);
-  const { rows } = await db.query<ProductRow>(`SELECT ${COLUMNS} FROM ${TABLE} WHERE ${conditions.join(' AND ')} ORDER BY id DESC LIMIT $${params.length}`, params);
+  const { rows } = await db.query<ProductRow>(
+    `SELECT ${COLUMNS} FROM ${TABLE} WHERE ${conditions.join(' AND ')} ORDER BY id DESC LIMIT $${params.length}`,
+    params,
+  );
   return rows.map(toProduct);
 }
 
@@ -138,7 +164,12 @@ export async function deleteAllProductsForMerchant(tx: Queryable, merchantId: Me
 }
 
 /** The merchant's products with these skus, locked for the rest of the transaction when asked. */
-export async function findProductsBySkuForMerchant(tx: Queryable, merchantId: MerchantId, skus: string[], options: { forUpdate?: boolean } = {}): Promise<Product[]> {
+export async function findProductsBySkuForMerchant(
+  tx: Queryable,
+  merchantId: MerchantId,
+  skus: string[],
+  options: { forUpdate?: boolean } = {},
+): Promise<Product[]> {
   if (skus.length === 0) return [];
   const { rows } = await tx.query<ProductRow>(
     `SELECT ${COLUMNS} FROM ${TABLE} WHERE merchant_id = $1 AND sku = ANY($2::text[]) ORDER BY sku${options.forUpdate ? ' FOR UPDATE' : ''}`,
@@ -148,7 +179,12 @@ export async function findProductsBySkuForMerchant(tx: Queryable, merchantId: Me
 }
 
 /** Many new products in one statement (bulk creation); a sku that exists fails the whole statement. */
-export async function insertProductsForMerchant(tx: Queryable, merchantId: MerchantId, products: Array<{ id: string; product: NewProduct }>, now: Date): Promise<Product[]> {
+export async function insertProductsForMerchant(
+  tx: Queryable,
+  merchantId: MerchantId,
+  products: Array<{ id: string; product: NewProduct }>,
+  now: Date,
+): Promise<Product[]> {
   if (products.length === 0) return [];
   const column = <T>(pick: (product: NewProduct) => T) => products.map(({ product }) => pick(product));
   try {
@@ -180,7 +216,13 @@ export async function insertProductsForMerchant(tx: Queryable, merchantId: Merch
 }
 
 /** Oldest first after `afterId` (an export's stable order: every product once, new ones at the end). */
-export async function exportProductsForMerchant(db: Queryable, merchantId: MerchantId, afterId: string | undefined, limit: number, filters: ProductFilters): Promise<Product[]> {
+export async function exportProductsForMerchant(
+  db: Queryable,
+  merchantId: MerchantId,
+  afterId: string | undefined,
+  limit: number,
+  filters: ProductFilters,
+): Promise<Product[]> {
   const conditions = ['merchant_id = $1'];
   const params: unknown[] = [merchantId];
   const add = (sql: string, value: unknown) => {
@@ -192,6 +234,9 @@ export async function exportProductsForMerchant(db: Queryable, merchantId: Merch
   if (filters.sku) add('sku = ?', filters.sku);
   if (filters.currency) add('currency = ?', filters.currency);
   params.push(limit);
-  const { rows } = await db.query<ProductRow>(`SELECT ${COLUMNS} FROM ${TABLE} WHERE ${conditions.join(' AND ')} ORDER BY id ASC LIMIT $${params.length}`, params);
+  const { rows } = await db.query<ProductRow>(
+    `SELECT ${COLUMNS} FROM ${TABLE} WHERE ${conditions.join(' AND ')} ORDER BY id ASC LIMIT $${params.length}`,
+    params,
+  );
   return rows.map(toProduct);
 }

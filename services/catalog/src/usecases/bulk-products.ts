@@ -2,7 +2,13 @@ import { buildEvent, Conflict, MerxError, type Db, type FieldError, type Merchan
 import { assertTransition, effectiveChanges, validateNewProduct, validateProductChanges, type NewProduct, type Product } from '../domain/product.js';
 import { presentPrevious, presentProduct } from '../domain/present.js';
 import { newProductWithEvent } from './products.js';
-import { exportProductsForMerchant, findProductsBySkuForMerchant, insertProductsForMerchant, updateProductForMerchant, type ProductFilters } from '../store/products-store.js';
+import {
+  exportProductsForMerchant,
+  findProductsBySkuForMerchant,
+  insertProductsForMerchant,
+  updateProductForMerchant,
+  type ProductFilters,
+} from '../store/products-store.js';
 
 /** One item of a bulk write: the REST request body of a product, and where it stood in its stream or batch. */
 export interface BulkItem {
@@ -18,7 +24,12 @@ export type BulkOutcome =
 function failed(item: BulkItem, error: unknown): BulkOutcome {
   if (!(error instanceof MerxError) || !error.expose) throw error;
   const errors = (error.extensions.errors as FieldError[] | undefined) ?? [];
-  return { index: item.index, sku: typeof item.body.sku === 'string' ? item.body.sku : '', outcome: 'failed', problem: { code: error.code, detail: error.message, errors } };
+  return {
+    index: item.index,
+    sku: typeof item.body.sku === 'string' ? item.body.sku : '',
+    outcome: 'failed',
+    problem: { code: error.code, detail: error.message, errors },
+  };
 }
 
 /** The most a chunk holds: one transaction, one outbox insert, bounded lock and memory. */

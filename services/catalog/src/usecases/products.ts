@@ -1,6 +1,27 @@
-import { buildEvent, checkIfMatch, newId, NotFound, parsePageRequest, toListPage, ValidationFailed, type Db, type MerchantId, type MerxEvent, type Outbox } from '@merx/kit';
+import {
+  buildEvent,
+  checkIfMatch,
+  newId,
+  NotFound,
+  parsePageRequest,
+  toListPage,
+  ValidationFailed,
+  type Db,
+  type MerchantId,
+  type MerxEvent,
+  type Outbox,
+} from '@merx/kit';
 import { isCurrency } from '@merx/kit';
-import { assertTransition, effectiveChanges, PRODUCT_STATUSES, validateNewProduct, validateProductChanges, type NewProduct, type Product, type ProductStatus } from '../domain/product.js';
+import {
+  assertTransition,
+  effectiveChanges,
+  PRODUCT_STATUSES,
+  validateNewProduct,
+  validateProductChanges,
+  type NewProduct,
+  type Product,
+  type ProductStatus,
+} from '../domain/product.js';
 import { presentPrevious, presentProduct, productEtag } from '../domain/present.js';
 import {
   deleteProductForMerchant,
@@ -16,7 +37,6 @@ export interface ProductUseCaseDeps {
   outbox: Outbox;
   now?: () => Date;
 }
-
 
 function parseFilters(query: Record<string, unknown>): ProductFilters {
   const filters: ProductFilters = {};

@@ -82,7 +82,12 @@ export class ApiClient {
     if (options.body !== undefined) headers['content-type'] = 'application/json';
     if (options.ifMatch) headers['if-match'] = options.ifMatch;
     if (options.idempotencyKey) headers['idempotency-key'] = options.idempotencyKey;
-    const response = await fetch(url, { method, headers, body: options.body === undefined ? undefined : JSON.stringify(options.body), signal: AbortSignal.timeout(30_000) });
+    const response = await fetch(url, {
+      method,
+      headers,
+      body: options.body === undefined ? undefined : JSON.stringify(options.body),
+      signal: AbortSignal.timeout(30_000),
+    });
     const text = await response.text();
     const body = text.length > 0 && (response.headers.get('content-type') ?? '').includes('json') ? JSON.parse(text) : undefined;
     if (response.status >= 400) throw problemOf(response.status, body, response.headers);

@@ -5,7 +5,16 @@ import { Sealer } from './sealing.js';
 describe('console sessions', () => {
   it('returns only to paths inside the console after sign-in (no open redirect)', () => {
     assert.equal(safeReturnPath('/console/webhooks?status=dead'), '/console/webhooks?status=dead');
-    for (const hostile of ['https://evil.example/console', '//evil.example/console', '/\\evil.example', '/docs', '/console\r\nSet-Cookie: x', undefined, ['/console'], '/console/../oauth/token']) {
+    for (const hostile of [
+      'https://evil.example/console',
+      '//evil.example/console',
+      '/\\evil.example',
+      '/docs',
+      '/console\r\nSet-Cookie: x',
+      undefined,
+      ['/console'],
+      '/console/../oauth/token',
+    ]) {
       const path = safeReturnPath(hostile);
       assert.ok(path.startsWith('/console') && !path.startsWith('//') && !path.includes('..') && !path.includes('\n'), `${String(hostile)} → ${path}`);
     }

@@ -28,7 +28,8 @@ export interface SessionTokens {
 /** Refresh a little before expiry, so a token never expires between the check and the API call. */
 export const REFRESH_MARGIN_MS = 60_000;
 
-export const needsRefresh = (session: Pick<ConsoleSession, 'accessExpiresAt'>, now: Date) => session.accessExpiresAt.getTime() - now.getTime() < REFRESH_MARGIN_MS;
+export const needsRefresh = (session: Pick<ConsoleSession, 'accessExpiresAt'>, now: Date) =>
+  session.accessExpiresAt.getTime() - now.getTime() < REFRESH_MARGIN_MS;
 
 /** Idle sessions end; active ones slide, but never past their absolute end. */
 export function sessionIsLive(session: Pick<ConsoleSession, 'lastSeenAt' | 'expiresAt'>, now: Date, idleSeconds: number): boolean {

@@ -70,7 +70,11 @@ export class AuthorizationServer {
 
   /** The code from the callback URL (as the browser requested it) for tokens. */
   async finishSignIn(callbackUrl: URL, expected: { state: string; codeVerifier: string }): Promise<SessionTokens> {
-    const response = await client.authorizationCodeGrant(this.#config, callbackUrl, { expectedState: expected.state, pkceCodeVerifier: expected.codeVerifier, idTokenExpected: false });
+    const response = await client.authorizationCodeGrant(this.#config, callbackUrl, {
+      expectedState: expected.state,
+      pkceCodeVerifier: expected.codeVerifier,
+      idTokenExpected: false,
+    });
     return tokensOf(response);
   }
 
@@ -78,7 +82,8 @@ export class AuthorizationServer {
     try {
       return tokensOf(await client.refreshTokenGrant(this.#config, refreshToken));
     } catch (error) {
-      if (error instanceof client.ResponseBodyError && (error.error === 'invalid_grant' || error.error === 'invalid_client')) throw new SignInEnded(error.error);
+      if (error instanceof client.ResponseBodyError && (error.error === 'invalid_grant' || error.error === 'invalid_client'))
+        throw new SignInEnded(error.error);
       throw error;
     }
   }

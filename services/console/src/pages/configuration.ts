@@ -1,6 +1,21 @@
 import { destinationKinds, destinationStatuses, recordEventNames, ruleActions, sourceKinds, sourceStatuses } from '@merx/contracts';
 import type { ListPage } from '../api/client.js';
-import { actionButton, checkboxGroup, csrfField, dataTable, emptyState, errorSummary, pagination, secretReveal, selectField, statusBadge, textArea, textField, FormErrors, type Column } from '../web/components.js';
+import {
+  actionButton,
+  checkboxGroup,
+  csrfField,
+  dataTable,
+  emptyState,
+  errorSummary,
+  pagination,
+  secretReveal,
+  selectField,
+  statusBadge,
+  textArea,
+  textField,
+  FormErrors,
+  type Column,
+} from '../web/components.js';
 import type { PageContent } from '../web/context.js';
 import type { Section } from '../web/layout.js';
 import { prettyJson, time } from '../web/format.js';
@@ -63,7 +78,8 @@ const sourcesKind: ResourceKind = {
   section: 'sources',
   title: 'Sources',
   singular: 'source',
-  intro: 'Where your commerce data comes from: a storefront, a marketplace, a point of sale, a review or ads platform. Each source ingests records through the API.',
+  intro:
+    'Where your commerce data comes from: a storefront, a marketplace, a point of sale, a review or ads platform. Each source ingests records through the API.',
   empty: 'Create a source for each system that sends you orders, reviews, campaign spend or alerts, then post its records to /api/v1/sources/{id}/records.',
   fields: ['name', 'kind', 'status', 'settings'],
   columns: [
@@ -72,8 +88,8 @@ const sourcesKind: ResourceKind = {
     { header: 'Status', cell: (row) => statusBadge(row.status) },
     { header: 'Created', cell: (row) => time(row.created_at) },
   ],
-  form: (values, errors) => html`
-    ${textField({ name: 'name', label: 'Name', value: text(values.name), required: true, ...(errors ? { errors } : {}) })}
+  form: (values, errors) =>
+    html` ${textField({ name: 'name', label: 'Name', value: text(values.name), required: true, ...(errors ? { errors } : {}) })}
     ${selectField({ name: 'kind', label: 'Kind', value: text(values.kind), choices: choices(sourceKinds), required: true, ...(errors ? { errors } : {}) })}
     ${selectField({ name: 'status', label: 'Status', value: text(values.status) || 'active', choices: choices(sourceStatuses), hint: 'Only active sources accept records.', ...(errors ? { errors } : {}) })}
     ${textArea({ name: 'settings', label: 'Settings (JSON)', value: text(values.settings), hint: 'Free-form settings of this source, at most 50 keys.', ...(errors ? { errors } : {}) })}`,
@@ -101,10 +117,20 @@ const destinationsKind: ResourceKind = {
     { header: 'Kind', cell: (row) => row.kind },
     { header: 'Status', cell: (row) => statusBadge(row.status) },
   ],
-  form: (values, errors) => html`
-    ${textField({ name: 'name', label: 'Name', value: text(values.name), required: true, ...(errors ? { errors } : {}) })}
+  form: (values, errors) =>
+    html` ${textField({ name: 'name', label: 'Name', value: text(values.name), required: true, ...(errors ? { errors } : {}) })}
     ${textField({ name: 'url', label: 'URL', type: 'url', value: text(values.url), required: true, hint: 'Where routed records are POSTed.', ...(errors ? { errors } : {}) })}
-    ${selectField({ name: 'kind', label: 'Kind', value: text(values.kind) || 'webhook', choices: [{ value: 'webhook', label: 'webhook: the Merx envelope, signed' }, { value: 'http', label: 'http: the routed record alone, signed' }], hint: `One of ${destinationKinds.join(', ')}.`, ...(errors ? { errors } : {}) })}`,
+    ${selectField({
+      name: 'kind',
+      label: 'Kind',
+      value: text(values.kind) || 'webhook',
+      choices: [
+        { value: 'webhook', label: 'webhook: the Merx envelope, signed' },
+        { value: 'http', label: 'http: the routed record alone, signed' },
+      ],
+      hint: `One of ${destinationKinds.join(', ')}.`,
+      ...(errors ? { errors } : {}),
+    })}`,
   body: (form) => ({ name: form.get('name') ?? '', url: (form.get('url') ?? '').trim(), kind: form.get('kind') || undefined }),
   valuesOf: (row) => ({ name: row.name, url: row.url, kind: row.kind, status: row.status }),
   statuses: destinationStatuses,
@@ -124,22 +150,31 @@ const rulesKind: ResourceKind = {
     { header: 'Action', cell: (row) => row.action },
     { header: 'Enabled', cell: (row) => statusBadge(row.enabled ? 'enabled' : 'disabled') },
   ],
-  form: (values, errors, _lookups, csrf) => html`
-    ${textField({ name: 'name', label: 'Name', value: text(values.name), required: true, ...(errors ? { errors } : {}) })}
-    ${textArea({
-      name: 'condition',
-      label: 'Condition (CEL)',
-      rows: 3,
-      value: text(values.condition),
-      hint: 'Over type, external_id, occurred_at, source_id and data, e.g. data.total >= 100.0 && data.currency == "EUR". Checked as you type.',
-      attributes: html` data-check-condition="/console/rules/check-condition" data-check-output="condition-check" data-csrf="${csrf}"`,
-      ...(errors ? { errors } : {}),
-    })}
-    <p class="condition-check" id="condition-check" role="status" aria-live="polite"></p>
-    ${selectField({ name: 'action', label: 'Action', value: text(values.action) || 'forward', choices: choices(ruleActions), required: true, ...(errors ? { errors } : {}) })}
-    ${textArea({ name: 'transform', label: 'Transform (JSON, for the transform action)', value: text(values.transform), hint: 'keep, remove, rename and set on dotted paths of data, e.g. {"remove": ["customer.email"]}.', ...(errors ? { errors } : {}) })}
-    ${checkboxGroup({ name: 'event_types', legend: 'Record events', choices: eventTypeChoices, checked: list(values.event_types), hint: 'Leave all unchecked to apply to every record event.', ...(errors ? { errors } : {}) })}
-    ${selectField({ name: 'enabled', label: 'Enabled', value: text(values.enabled) || 'true', choices: [{ value: 'true', label: 'Enabled' }, { value: 'false', label: 'Disabled: connections skip it' }], ...(errors ? { errors } : {}) })}`,
+  form: (values, errors, _lookups, csrf) =>
+    html` ${textField({ name: 'name', label: 'Name', value: text(values.name), required: true, ...(errors ? { errors } : {}) })}
+      ${textArea({
+        name: 'condition',
+        label: 'Condition (CEL)',
+        rows: 3,
+        value: text(values.condition),
+        hint: 'Over type, external_id, occurred_at, source_id and data, e.g. data.total >= 100.0 && data.currency == "EUR". Checked as you type.',
+        attributes: html` data-check-condition="/console/rules/check-condition" data-check-output="condition-check" data-csrf="${csrf}"`,
+        ...(errors ? { errors } : {}),
+      })}
+      <p class="condition-check" id="condition-check" role="status" aria-live="polite"></p>
+      ${selectField({ name: 'action', label: 'Action', value: text(values.action) || 'forward', choices: choices(ruleActions), required: true, ...(errors ? { errors } : {}) })}
+      ${textArea({ name: 'transform', label: 'Transform (JSON, for the transform action)', value: text(values.transform), hint: 'keep, remove, rename and set on dotted paths of data, e.g. {"remove": ["customer.email"]}.', ...(errors ? { errors } : {}) })}
+      ${checkboxGroup({ name: 'event_types', legend: 'Record events', choices: eventTypeChoices, checked: list(values.event_types), hint: 'Leave all unchecked to apply to every record event.', ...(errors ? { errors } : {}) })}
+      ${selectField({
+        name: 'enabled',
+        label: 'Enabled',
+        value: text(values.enabled) || 'true',
+        choices: [
+          { value: 'true', label: 'Enabled' },
+          { value: 'false', label: 'Disabled: connections skip it' },
+        ],
+        ...(errors ? { errors } : {}),
+      })}`,
   body: (form) => {
     const errors = new FormErrors();
     const transform = jsonField(form.get('transform'), 'transform', errors);
@@ -154,7 +189,14 @@ const rulesKind: ResourceKind = {
       ...(eventTypes.length > 0 ? { event_types: eventTypes } : {}),
     };
   },
-  valuesOf: (row) => ({ name: row.name, condition: row.condition, action: row.action, transform: row.transform ? JSON.stringify(row.transform, null, 2) : '', event_types: row.event_types, enabled: String(row.enabled) }),
+  valuesOf: (row) => ({
+    name: row.name,
+    condition: row.condition,
+    action: row.action,
+    transform: row.transform ? JSON.stringify(row.transform, null, 2) : '',
+    event_types: row.event_types,
+    enabled: String(row.enabled),
+  }),
 };
 
 const connectionsKind: ResourceKind = {
@@ -169,11 +211,11 @@ const connectionsKind: ResourceKind = {
     { header: 'Name', cell: link('connections') },
     { header: 'Source', cell: (row) => html`<a href="/console/sources/${row.source_id}"><code>${row.source_id}</code></a>` },
     { header: 'Destination', cell: (row) => html`<a href="/console/destinations/${row.destination_id}"><code>${row.destination_id}</code></a>` },
-    { header: 'Rules', cell: (row) => (row.rule_ids?.length ?? 0), numeric: true },
+    { header: 'Rules', cell: (row) => row.rule_ids?.length ?? 0, numeric: true },
     { header: 'Status', cell: (row) => statusBadge(row.status) },
   ],
-  form: (values, errors, lookups) => html`
-    ${textField({ name: 'name', label: 'Name', value: text(values.name), ...(errors ? { errors } : {}) })}
+  form: (values, errors, lookups) =>
+    html` ${textField({ name: 'name', label: 'Name', value: text(values.name), ...(errors ? { errors } : {}) })}
     ${selectField({ name: 'source_id', label: 'Source', value: text(values.source_id), includeBlank: 'Choose a source', choices: lookups.sources.map((row) => ({ value: row.id, label: `${row.name} (${row.id})` })), required: true, ...(errors ? { errors } : {}) })}
     ${selectField({ name: 'destination_id', label: 'Destination', value: text(values.destination_id), includeBlank: 'Choose a destination', choices: lookups.destinations.map((row) => ({ value: row.id, label: `${row.name} (${row.id})` })), required: true, ...(errors ? { errors } : {}) })}
     ${lookups.rules.length > 0 ? checkboxGroup({ name: 'rule_ids', legend: 'Rules, applied in this order', choices: lookups.rules.map((row) => ({ value: row.id, label: row.name ?? row.id, hint: String(row.condition ?? '') })), checked: list(values.rule_ids), hint: 'Without rules every record is routed.', ...(errors ? { errors } : {}) }) : html`<p class="hint">No rules yet: every record will be routed. <a href="/console/rules/new">Create a rule</a>.</p>`}
@@ -188,58 +230,100 @@ const connectionsKind: ResourceKind = {
       ...(eventTypes.length > 0 ? { event_types: eventTypes } : {}),
     };
   },
-  valuesOf: (row) => ({ name: row.name, source_id: row.source_id, destination_id: row.destination_id, rule_ids: row.rule_ids, event_types: row.event_types, status: row.status }),
+  valuesOf: (row) => ({
+    name: row.name,
+    source_id: row.source_id,
+    destination_id: row.destination_id,
+    rule_ids: row.rule_ids,
+    event_types: row.event_types,
+    status: row.status,
+  }),
   statuses: ['active', 'paused'],
   needsLookups: true,
 };
 
 export const RESOURCE_KINDS = [sourcesKind, destinationsKind, rulesKind, connectionsKind];
 
-export function resourcesPage(kind: ResourceKind, page: ListPage<Resource>, query: Record<string, string | undefined>, notice: string | undefined): PageContent {
-  const body = page.data.length === 0 && !query.cursor
-    ? emptyState(`No ${kind.collection} yet`, kind.empty, html`<a class="button" href="/console/${kind.collection}/new">Create a ${kind.singular}</a>`)
-    : dataTable(kind.title, kind.columns, page.data);
+export function resourcesPage(
+  kind: ResourceKind,
+  page: ListPage<Resource>,
+  query: Record<string, string | undefined>,
+  notice: string | undefined,
+): PageContent {
+  const body =
+    page.data.length === 0 && !query.cursor
+      ? emptyState(`No ${kind.collection} yet`, kind.empty, html`<a class="button" href="/console/${kind.collection}/new">Create a ${kind.singular}</a>`)
+      : dataTable(kind.title, kind.columns, page.data);
   return {
     title: kind.title,
     section: kind.section,
     notice,
     actions: html`<a class="button" href="/console/${kind.collection}/new">Create a ${kind.singular}</a>`,
-    body: html`<p>${kind.intro}</p>${body}${pagination(`/console/${kind.collection}`, query, page.next_cursor)}`,
+    body: html`<p>${kind.intro}</p>
+      ${body}${pagination(`/console/${kind.collection}`, query, page.next_cursor)}`,
   };
 }
 
-export function resourceFormPage(kind: ResourceKind, options: { csrf: string; values: FormValues; errors?: FormErrors; lookups: Lookups; idempotencyKey?: string; existing?: Resource }): PageContent {
+export function resourceFormPage(
+  kind: ResourceKind,
+  options: { csrf: string; values: FormValues; errors?: FormErrors; lookups: Lookups; idempotencyKey?: string; existing?: Resource },
+): PageContent {
   const action = options.existing ? `/console/${kind.collection}/${options.existing.id}` : `/console/${kind.collection}`;
   return {
     title: options.existing ? `Edit ${kind.singular} ${options.existing.name ?? options.existing.id}` : `Create a ${kind.singular}`,
     section: kind.section,
     body: html`${options.errors ? errorSummary(options.errors) : ''}
-<form method="post" action="${action}" novalidate>
-  ${csrfField(options.csrf)}
-  ${options.idempotencyKey ? html`<input type="hidden" name="idempotency_key" value="${options.idempotencyKey}">` : ''}
-  ${options.existing ? html`<input type="hidden" name="version" value="${options.existing.version}">` : ''}
-  ${kind.form(options.values, options.errors, options.lookups, options.csrf)}
-  <div class="actions"><button type="submit">${options.existing ? 'Save changes' : `Create ${kind.singular}`}</button><a href="/console/${kind.collection}">Cancel</a></div>
-</form>`,
+      <form method="post" action="${action}" novalidate>
+        ${csrfField(options.csrf)} ${options.idempotencyKey ? html`<input type="hidden" name="idempotency_key" value="${options.idempotencyKey}" />` : ''}
+        ${options.existing ? html`<input type="hidden" name="version" value="${options.existing.version}" />` : ''}
+        ${kind.form(options.values, options.errors, options.lookups, options.csrf)}
+        <div class="actions">
+          <button type="submit">${options.existing ? 'Save changes' : `Create ${kind.singular}`}</button><a href="/console/${kind.collection}">Cancel</a>
+        </div>
+      </form>`,
   };
 }
 
 export function resourcePage(kind: ResourceKind, resource: Resource, csrf: string, notice: string | undefined, secret?: string): PageContent {
-  const statusControl = kind.statuses && resource.status
-    ? html`<form method="post" action="/console/${kind.collection}/${resource.id}/status" class="inline">${csrfField(csrf)}<input type="hidden" name="version" value="${resource.version}">
-  <label for="status-select">Status</label> <select id="status-select" name="status">${kind.statuses.map((status) => html`<option value="${status}"${status === resource.status ? html` selected` : ''}>${status}</option>`)}</select>
-  <button type="submit" class="secondary">Change status</button></form>`
-    : '';
+  const statusControl =
+    kind.statuses && resource.status
+      ? html`<form method="post" action="/console/${kind.collection}/${resource.id}/status" class="inline">
+          ${csrfField(csrf)}<input type="hidden" name="version" value="${resource.version}" /> <label for="status-select">Status</label>
+          <select id="status-select" name="status">
+            ${kind.statuses.map((status) => html`<option value="${status}" ${status === resource.status ? html` selected` : ''}>${status}</option>`)}
+          </select>
+          <button type="submit" class="secondary">Change status</button>
+        </form>`
+      : '';
   return {
     title: resource.name ?? resource.id,
     section: kind.section,
     notice,
     body: html`${secret ? secretReveal({ id: 'destination-secret', label: 'Signing secret', secret, warning: 'This is the only time Merx shows this secret. The destination verifies every request with it.' }) : ''}
-<dl class="facts"><dt>Id</dt><dd><code>${resource.id}</code></dd>${resource.status ? html`<dt>Status</dt><dd>${statusBadge(resource.status)}</dd>` : ''}<dt>Created</dt><dd>${time(resource.created_at)}</dd><dt>Version</dt><dd>${resource.version}</dd></dl>
-<div class="actions">${statusControl}${kind.collection === 'connections' ? '' : html`<a class="button secondary" href="/console/${kind.collection}/${resource.id}/edit">Edit</a>`}<a class="button secondary" href="/console/${kind.collection}/${resource.id}/delete">Delete…</a></div>
-${kind.collection === 'destinations' ? html`<p><a href="/console/webhooks/deliveries?destination_id=${resource.id}">Deliveries to this destination</a></p>` : ''}
-<h2>As the API returns it</h2>
-${prettyJson(resource)}`,
+      <dl class="facts">
+        <dt>Id</dt>
+        <dd><code>${resource.id}</code></dd>
+        ${
+          resource.status
+            ? html`<dt>Status</dt>
+                <dd>${statusBadge(resource.status)}</dd>`
+            : ''
+        }
+        <dt>Created</dt>
+        <dd>${time(resource.created_at)}</dd>
+        <dt>Version</dt>
+        <dd>${resource.version}</dd>
+      </dl>
+      <div class="actions">
+        ${statusControl}${kind.collection === 'connections' ? '' : html`<a class="button secondary" href="/console/${kind.collection}/${resource.id}/edit">Edit</a>`}<a
+          class="button secondary"
+          href="/console/${kind.collection}/${resource.id}/delete"
+          >Delete…</a
+        >
+      </div>
+      ${kind.collection === 'destinations' ? html`<p><a href="/console/webhooks/deliveries?destination_id=${resource.id}">Deliveries to this destination</a></p>` : ''}
+      <h2>As the API returns it</h2>
+      ${prettyJson(resource)}`,
   };
 }
 
@@ -247,7 +331,15 @@ export function deleteResourcePage(kind: ResourceKind, resource: Resource, csrf:
   return {
     title: `Delete ${kind.singular} ${resource.name ?? resource.id}?`,
     section: kind.section,
-    body: html`<p id="delete-consequence">This cannot be undone.${kind.collection === 'connections' ? '' : ` A ${kind.singular} that a connection uses cannot be deleted until the connection is.`}</p>
-<div class="actions">${actionButton({ action: `/console/${kind.collection}/${resource.id}/delete`, label: `Delete ${kind.singular}`, csrf, danger: true, describedBy: 'delete-consequence' })}<a href="/console/${kind.collection}/${resource.id}">Cancel</a></div>`,
+    body: html`<p id="delete-consequence">
+        This cannot be
+        undone.${kind.collection === 'connections' ? '' : ` A ${kind.singular} that a connection uses cannot be deleted until the connection is.`}
+      </p>
+      <div class="actions">
+        ${actionButton({ action: `/console/${kind.collection}/${resource.id}/delete`, label: `Delete ${kind.singular}`, csrf, danger: true, describedBy: 'delete-consequence' })}<a
+          href="/console/${kind.collection}/${resource.id}"
+          >Cancel</a
+        >
+      </div>`,
   };
 }

@@ -12,16 +12,29 @@ export interface MerxEventView {
   data: Record<string, unknown>;
 }
 
-export function eventsPage(list: ListPage<MerxEventView>, filters: { topic?: string | undefined; since?: string | undefined; until?: string | undefined; cursor?: string | undefined }): PageContent {
+export function eventsPage(
+  list: ListPage<MerxEventView>,
+  filters: { topic?: string | undefined; since?: string | undefined; until?: string | undefined; cursor?: string | undefined },
+): PageContent {
   const filtered = !!(filters.topic || filters.since || filters.until);
-  const body = list.data.length === 0
-    ? emptyState(filtered ? 'No events match these filters' : 'No events yet', filtered ? 'Clear or widen the filters.' : 'Every change in your account (a product created, a key revoked, an order ingested) is an event, kept here for 30 days. Create something through the API to see its event.')
-    : dataTable<MerxEventView>('Events', [
-        { header: 'Event', cell: (e) => html`<a href="/console/events/${e.id}"><code>${e.id}</code></a>` },
-        { header: 'Topic', cell: (e) => html`<code>${e.topic}</code>` },
-        { header: 'Object', cell: (e) => html`<code>${String((e.data.object as { id?: unknown } | undefined)?.id ?? '—')}</code>` },
-        { header: 'Created', cell: (e) => time(e.created_at) },
-      ], list.data);
+  const body =
+    list.data.length === 0
+      ? emptyState(
+          filtered ? 'No events match these filters' : 'No events yet',
+          filtered
+            ? 'Clear or widen the filters.'
+            : 'Every change in your account (a product created, a key revoked, an order ingested) is an event, kept here for 30 days. Create something through the API to see its event.',
+        )
+      : dataTable<MerxEventView>(
+          'Events',
+          [
+            { header: 'Event', cell: (e) => html`<a href="/console/events/${e.id}"><code>${e.id}</code></a>` },
+            { header: 'Topic', cell: (e) => html`<code>${e.topic}</code>` },
+            { header: 'Object', cell: (e) => html`<code>${String((e.data.object as { id?: unknown } | undefined)?.id ?? '—')}</code>` },
+            { header: 'Created', cell: (e) => time(e.created_at) },
+          ],
+          list.data,
+        );
   return {
     title: 'Events',
     section: 'events',
@@ -33,9 +46,14 @@ export function eventPage(event: MerxEventView): PageContent {
   return {
     title: `Event ${event.id}`,
     section: 'events',
-    body: html`<dl class="facts"><dt>Topic</dt><dd><code>${event.topic}</code></dd><dt>Created</dt><dd>${time(event.created_at)}</dd></dl>
-<p><a href="/console/webhooks/deliveries?event_id=${event.id}">Deliveries of this event</a></p>
-<h2>Payload</h2>
-${prettyJson(event)}`,
+    body: html`<dl class="facts">
+        <dt>Topic</dt>
+        <dd><code>${event.topic}</code></dd>
+        <dt>Created</dt>
+        <dd>${time(event.created_at)}</dd>
+      </dl>
+      <p><a href="/console/webhooks/deliveries?event_id=${event.id}">Deliveries of this event</a></p>
+      <h2>Payload</h2>
+      ${prettyJson(event)}`,
   };
 }

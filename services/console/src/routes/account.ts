@@ -1,7 +1,21 @@
 import Router from '@koa/router';
 import type Koa from 'koa';
 import { ApiProblem } from '../api/client.js';
-import { appsPage, auditPage, overviewPage, PROFILE_FIELDS, profilePage, RESET_CONFIRMATION, sandboxPage, uninstallPage, type AuditEntry, type AuditFilters, type AuditVerification, type InstalledApp, type Merchant } from '../pages/account.js';
+import {
+  appsPage,
+  auditPage,
+  overviewPage,
+  PROFILE_FIELDS,
+  profilePage,
+  RESET_CONFIRMATION,
+  sandboxPage,
+  uninstallPage,
+  type AuditEntry,
+  type AuditFilters,
+  type AuditVerification,
+  type InstalledApp,
+  type Merchant,
+} from '../pages/account.js';
 import { FormErrors } from '../web/components.js';
 import { noticeOf, queryText, redirectWithNotice, renderPage, signedIn, type Console } from '../web/context.js';
 import { isoFromLocalInput } from '../web/format.js';
@@ -9,7 +23,11 @@ import { formOf } from '../web/security.js';
 import { formProblem } from './errors.js';
 import { forgetMerchantSummary } from './merchant-summary.js';
 
-const NOTICES = { saved: 'Your profile was saved.', uninstalled: 'The app was uninstalled.', stale: 'Your profile changed meanwhile; here is the latest version.' };
+const NOTICES = {
+  saved: 'Your profile was saved.',
+  uninstalled: 'The app was uninstalled.',
+  stale: 'Your profile changed meanwhile; here is the latest version.',
+};
 
 const AUDIT_FILTERS = ['resource_id', 'resource_type', 'action', 'actor_id', 'since', 'until', 'cursor'] as const;
 
@@ -33,7 +51,17 @@ export function accountRoutes(console: Console, router: Router): void {
       api.list('/api/v1/webhooks/dead-letters', { limit: 100 }),
     ]);
     const active = keys.data.filter((key: { revoked_at: string | null }) => !key.revoked_at).length;
-    renderPage(console, ctx, overviewPage({ merchant, keys: active, subscriptions: subscriptions.data.length, deadLetters: deadLetters.data.length, publicUrl: console.settings.publicUrl }));
+    renderPage(
+      console,
+      ctx,
+      overviewPage({
+        merchant,
+        keys: active,
+        subscriptions: subscriptions.data.length,
+        deadLetters: deadLetters.data.length,
+        publicUrl: console.settings.publicUrl,
+      }),
+    );
   });
 
   router.get('/profile', async (ctx) => {
@@ -44,7 +72,11 @@ export function accountRoutes(console: Console, router: Router): void {
   router.post('/profile', async (ctx) => {
     const { api, session, viewer } = signedIn(ctx);
     const form = await formOf(ctx);
-    const values = { name: form.get('name') ?? '', default_currency: (form.get('default_currency') ?? '').trim(), timezone: (form.get('timezone') ?? '').trim() };
+    const values = {
+      name: form.get('name') ?? '',
+      default_currency: (form.get('default_currency') ?? '').trim(),
+      timezone: (form.get('timezone') ?? '').trim(),
+    };
     try {
       await api.request('PATCH', '/api/v1/merchant', { body: values, ifMatch: `"v${form.get('version') ?? ''}"` });
       forgetMerchantSummary(session.merchantId);
@@ -97,7 +129,12 @@ export function accountRoutes(console: Console, router: Router): void {
     const form = await formOf(ctx);
     const merchant = await api.get<Merchant>('/api/v1/merchant');
     if ((form.get('confirmation') ?? '').trim() !== RESET_CONFIRMATION) {
-      return renderPage(console, ctx, sandboxPage({ merchant, csrf: viewer.csrf, error: `Type "${RESET_CONFIRMATION}" exactly to confirm; nothing was reset.` }), 422);
+      return renderPage(
+        console,
+        ctx,
+        sandboxPage({ merchant, csrf: viewer.csrf, error: `Type "${RESET_CONFIRMATION}" exactly to confirm; nothing was reset.` }),
+        422,
+      );
     }
     try {
       const reset = await api.request<{ id: string }>('POST', '/api/v1/sandbox/reset', { body: { seed: form.get('seed') === 'true' } });

@@ -11,7 +11,16 @@ import { clearSessionCookie, currentSession, requireSession, setSessionCookie } 
 const SIGN_IN_COOKIE = 'merx_console_sign_in';
 
 function signInProblem(console: Console, ctx: Koa.Context, text: string): void {
-  renderPage(console, ctx, { title: 'Sign-in did not complete', body: html`<p>${text}</p><p><a class="button" href="/console/sign-in">Sign in again</a></p>` }, 400);
+  renderPage(
+    console,
+    ctx,
+    {
+      title: 'Sign-in did not complete',
+      body: html`<p>${text}</p>
+        <p><a class="button" href="/console/sign-in">Sign in again</a></p>`,
+    },
+    400,
+  );
 }
 
 /**
@@ -53,7 +62,14 @@ export function authRoutes(console: Console): Router {
     const sessionId = randomToken();
     const now = console.now();
     const expiresAt = new Date(now.getTime() + console.settings.sessionMaxAgeSeconds * 1000);
-    await insertSession(console.db, console.sealer, { idHash: hashToken(sessionId), ...tokens, csrfToken: randomToken(), createdAt: now, lastSeenAt: now, expiresAt });
+    await insertSession(console.db, console.sealer, {
+      idHash: hashToken(sessionId),
+      ...tokens,
+      csrfToken: randomToken(),
+      createdAt: now,
+      lastSeenAt: now,
+      expiresAt,
+    });
     console.logger.info({ user_id: tokens.userId, merchant_id: tokens.merchantId }, 'console sign-in');
     setSessionCookie(console, ctx, sessionId);
     ctx.set('Cache-Control', 'no-store');
@@ -66,9 +82,15 @@ export function authRoutes(console: Console): Router {
     await deleteSession(console.db, session.idHash);
     clearSessionCookie(console, ctx);
     // The grant ends at the authorization server too; the session is gone from here whatever it answers.
-    await console.authorizationServer.revoke(session.refreshToken).catch((error: unknown) => console.logger.warn({ err: error }, 'could not revoke the refresh token at sign-out'));
+    await console.authorizationServer
+      .revoke(session.refreshToken)
+      .catch((error: unknown) => console.logger.warn({ err: error }, 'could not revoke the refresh token at sign-out'));
     (ctx.state as { console?: unknown }).console = undefined;
-    renderPage(console, ctx, { title: 'You are signed out', body: html`<p>Your session has ended and its tokens were revoked.</p><p><a class="button" href="/console/sign-in">Sign in again</a></p>` });
+    renderPage(console, ctx, {
+      title: 'You are signed out',
+      body: html`<p>Your session has ended and its tokens were revoked.</p>
+        <p><a class="button" href="/console/sign-in">Sign in again</a></p>`,
+    });
   });
 
   return router;

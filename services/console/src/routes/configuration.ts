@@ -3,7 +3,16 @@ import { randomUUID } from 'node:crypto';
 import type Koa from 'koa';
 import { checkCondition } from '@merx/merchants/conditions';
 import { ApiProblem, type ApiClient } from '../api/client.js';
-import { deleteResourcePage, RESOURCE_KINDS, resourceFormPage, resourcePage, resourcesPage, type Lookups, type Resource, type ResourceKind } from '../pages/configuration.js';
+import {
+  deleteResourcePage,
+  RESOURCE_KINDS,
+  resourceFormPage,
+  resourcePage,
+  resourcesPage,
+  type Lookups,
+  type Resource,
+  type ResourceKind,
+} from '../pages/configuration.js';
 import { FormErrors } from '../web/components.js';
 import { noticeOf, queryText, redirectWithNotice, renderPage, signedIn, type Console } from '../web/context.js';
 import { formOf } from '../web/security.js';
@@ -12,11 +21,18 @@ import { formProblem } from './errors.js';
 /** Form fields that are lists (checkbox groups). */
 const LIST_FIELDS = new Set(['event_types', 'rule_ids']);
 
-const NOTICES = { created: 'Created.', saved: 'Your changes were saved.', deleted: 'Deleted.', stale: 'It changed meanwhile; here is the latest version. Make your change again.' };
+const NOTICES = {
+  created: 'Created.',
+  saved: 'Your changes were saved.',
+  deleted: 'Deleted.',
+  stale: 'It changed meanwhile; here is the latest version. Make your change again.',
+};
 
 async function lookupsFor(kind: ResourceKind, api: ApiClient): Promise<Lookups> {
   if (!kind.needsLookups) return { sources: [], destinations: [], rules: [] };
-  const [sources, destinations, rules] = await Promise.all(['sources', 'destinations', 'rules'].map((collection) => api.list<Resource>(`/api/v1/${collection}`, { limit: 100 })));
+  const [sources, destinations, rules] = await Promise.all(
+    ['sources', 'destinations', 'rules'].map((collection) => api.list<Resource>(`/api/v1/${collection}`, { limit: 100 })),
+  );
   return { sources: sources!.data, destinations: destinations!.data, rules: rules!.data };
 }
 
@@ -27,7 +43,18 @@ function kindRoutes(console: Console, router: Router, kind: ResourceKind): void 
 
   async function showForm(ctx: Koa.Context, status: number, values: Record<string, string | string[] | undefined>, errors?: FormErrors, existing?: Resource) {
     const { api, viewer } = signedIn(ctx);
-    renderPage(console, ctx, resourceFormPage(kind, { csrf: viewer.csrf, values, lookups: await lookupsFor(kind, api), ...(errors ? { errors } : {}), ...(existing ? { existing } : { idempotencyKey: randomUUID() }) }), status);
+    renderPage(
+      console,
+      ctx,
+      resourceFormPage(kind, {
+        csrf: viewer.csrf,
+        values,
+        lookups: await lookupsFor(kind, api),
+        ...(errors ? { errors } : {}),
+        ...(existing ? { existing } : { idempotencyKey: randomUUID() }),
+      }),
+      status,
+    );
   }
 
   const submitted = (form: URLSearchParams) => {
@@ -49,9 +76,13 @@ function kindRoutes(console: Console, router: Router, kind: ResourceKind): void 
     const body = kind.body(form);
     if (body instanceof FormErrors) return showForm(ctx, 422, submitted(form), body);
     try {
-      const created = await signedIn(ctx).api.request<Resource & { secret?: string }>('POST', `/api/v1/${kind.collection}`, { body, idempotencyKey: form.get('idempotency_key') ?? undefined });
+      const created = await signedIn(ctx).api.request<Resource & { secret?: string }>('POST', `/api/v1/${kind.collection}`, {
+        body,
+        idempotencyKey: form.get('idempotency_key') ?? undefined,
+      });
       // A destination's secret exists only in this answer: shown here, not after a redirect.
-      if (created.body.secret) return renderPage(console, ctx, resourcePage(kind, created.body, signedIn(ctx).viewer.csrf, 'Created.', created.body.secret), 201);
+      if (created.body.secret)
+        return renderPage(console, ctx, resourcePage(kind, created.body, signedIn(ctx).viewer.csrf, 'Created.', created.body.secret), 201);
       redirectWithNotice(ctx, `/console/${kind.collection}/${created.body.id}`, 'created');
     } catch (error) {
       await showForm(ctx, 422, submitted(form), FormErrors.from(formProblem(error), kind.fields));

@@ -13,7 +13,11 @@ function explain(problem: ApiProblem): { status: number; title: string; text: st
     case 404:
       return { status: 404, title: 'Not found', text: 'Nothing with this id exists in your account. It may have been deleted, or the link is wrong.' };
     case 429:
-      return { status: 429, title: 'Too many requests', text: `Your account reached a rate limit. Try again in ${problem.retryAfterSeconds ?? 'a few'} seconds.` };
+      return {
+        status: 429,
+        title: 'Too many requests',
+        text: `Your account reached a rate limit. Try again in ${problem.retryAfterSeconds ?? 'a few'} seconds.`,
+      };
     case 409:
     case 422:
       return { status: problem.status, title: 'This cannot be done', text: problem.detail };
@@ -34,7 +38,16 @@ export function pageErrors(console: Console): Koa.Middleware {
     try {
       await next();
       if (ctx.status === 404 && ctx.body === undefined) {
-        renderPage(console, ctx, { title: 'Page not found', body: html`<p>There is no console page at this address.</p><p><a href="/console">Go to the overview</a></p>` }, 404);
+        renderPage(
+          console,
+          ctx,
+          {
+            title: 'Page not found',
+            body: html`<p>There is no console page at this address.</p>
+              <p><a href="/console">Go to the overview</a></p>`,
+          },
+          404,
+        );
       }
     } catch (error) {
       if (error instanceof ApiProblem && error.status === 401) {
@@ -42,18 +55,42 @@ export function pageErrors(console: Console): Koa.Middleware {
         if (state) await deleteSession(console.db, state.session.idHash);
         clearSessionCookie(console, ctx);
         (ctx.state as { console?: SignedIn }).console = undefined;
-        return renderPage(console, ctx, { title: 'Your session has ended', body: html`<p>Merx no longer accepts this session (${error.detail}).</p><p><a class="button" href="/console/sign-in">Sign in again</a></p>` }, 401);
+        return renderPage(
+          console,
+          ctx,
+          {
+            title: 'Your session has ended',
+            body: html`<p>Merx no longer accepts this session (${error.detail}).</p>
+              <p><a class="button" href="/console/sign-in">Sign in again</a></p>`,
+          },
+          401,
+        );
       }
       if (error instanceof ApiProblem) {
         const shown = explain(error);
-        return renderPage(console, ctx, { title: shown.title, body: html`<p>${shown.text}</p>${error.requestId ? html`<p class="hint">Request id <code>${error.requestId}</code></p>` : ''}<p><a href="/console">Go to the overview</a></p>` }, shown.status);
+        return renderPage(
+          console,
+          ctx,
+          {
+            title: shown.title,
+            body: html`<p>${shown.text}</p>
+              ${error.requestId ? html`<p class="hint">Request id <code>${error.requestId}</code></p>` : ''}
+              <p><a href="/console">Go to the overview</a></p>`,
+          },
+          shown.status,
+        );
       }
       if ((error as { status?: number }).status === 413) {
         return renderPage(console, ctx, { title: 'Too much data', body: html`<p>The form was larger than the console accepts.</p>` }, 413);
       }
       const errorId = newId('req');
       console.logger.error({ err: error, error_id: errorId, path: ctx.path }, 'console page failed');
-      renderPage(console, ctx, { title: 'Something went wrong', body: html`<p>The console could not show this page. Error id <code>${errorId}</code>.</p>` }, 500);
+      renderPage(
+        console,
+        ctx,
+        { title: 'Something went wrong', body: html`<p>The console could not show this page. Error id <code>${errorId}</code>.</p>` },
+        500,
+      );
     }
   };
 }

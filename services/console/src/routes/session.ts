@@ -13,7 +13,8 @@ import { formOf, fromOwnOrigin, sameToken } from '../web/security.js';
 export const SESSION_COOKIE = 'merx_console_session';
 
 /** Path-scoped to the console: the API and the oauth pages never see it. A browser-session cookie; the server ends it anyway. */
-export const setSessionCookie = (console: Console, ctx: Koa.Context, sessionId: string) => setConsoleCookie(console, ctx, SESSION_COOKIE, sessionId, { path: '/console' });
+export const setSessionCookie = (console: Console, ctx: Koa.Context, sessionId: string) =>
+  setConsoleCookie(console, ctx, SESSION_COOKIE, sessionId, { path: '/console' });
 
 export const clearSessionCookie = (console: Console, ctx: Koa.Context) => clearConsoleCookie(console, ctx, SESSION_COOKIE, '/console');
 
@@ -91,7 +92,12 @@ export function requireSession(console: Console): Koa.Middleware {
       const presented = ctx.get('x-csrf-token') || form.get('_csrf');
       if (!fromOwnOrigin(ctx, console.publicOrigin) || !sameToken(presented, session.csrfToken)) {
         console.logger.warn({ user_id: session.userId, path: ctx.path }, 'console form refused: CSRF token missing or wrong');
-        return refuse(console, ctx, 'This form could not be accepted', 'It was not sent from a page of this console, or the page is too old. Go back, reload the page and try again; nothing was changed.');
+        return refuse(
+          console,
+          ctx,
+          'This form could not be accepted',
+          'It was not sent from a page of this console, or the page is too old. Go back, reload the page and try again; nothing was changed.',
+        );
       }
     }
     const now = console.now();
@@ -106,5 +112,14 @@ export function requireSession(console: Console): Koa.Middleware {
 }
 
 function refuse(console: Console, ctx: Koa.Context, title: string, text: string): void {
-  renderPage(console, ctx, { title, body: html`<p>${text}</p><p><a href="/console">Back to the console</a></p>` }, 403);
+  renderPage(
+    console,
+    ctx,
+    {
+      title,
+      body: html`<p>${text}</p>
+        <p><a href="/console">Back to the console</a></p>`,
+    },
+    403,
+  );
 }

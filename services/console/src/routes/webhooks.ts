@@ -6,7 +6,16 @@ import type { SubscriptionStats } from '../pages/chart.js';
 import { deadLetterPage, deadLettersPage, type DeadLetter, type DeadLetterFilters } from '../pages/dead-letters.js';
 import { deliveriesPage, deliveryPage, type Attempt, type Delivery, type DeliveryFilters } from '../pages/deliveries.js';
 import { eventPage, eventsPage, type MerxEventView } from '../pages/events.js';
-import { deleteSubscriptionPage, newSubscriptionPage, secretPage, SUBSCRIPTION_FIELDS, subscriptionPage, subscriptionsPage, type Subscription, type SubscriptionFormValues } from '../pages/webhooks.js';
+import {
+  deleteSubscriptionPage,
+  newSubscriptionPage,
+  secretPage,
+  SUBSCRIPTION_FIELDS,
+  subscriptionPage,
+  subscriptionsPage,
+  type Subscription,
+  type SubscriptionFormValues,
+} from '../pages/webhooks.js';
 import { FormErrors } from '../web/components.js';
 import { noticeOf, queryText, redirectWithNotice, renderPage, signedIn, type Console } from '../web/context.js';
 import { isoFromLocalInput } from '../web/format.js';
@@ -80,7 +89,9 @@ export function webhookRoutes(console: Console, router: Router): void {
     const filters: DeadLetterFilters = filtersOf(ctx, ['subscription_id', 'topic', 'since', 'until']);
     const list = await signedIn(ctx).api.list<DeadLetter>('/api/v1/webhooks/dead-letters', { limit: 25, ...filters });
     const replayed = queryText(ctx, 'replayed');
-    const notice = /^\d+$/.test(replayed) ? `${replayed} dead letter${replayed === '1' ? ' was' : 's were'} sent again as new deliveries.${queryText(ctx, 'more') === '1' ? ' More matched: replay again for the next batch.' : ''}` : noticeOf(ctx, {});
+    const notice = /^\d+$/.test(replayed)
+      ? `${replayed} dead letter${replayed === '1' ? ' was' : 's were'} sent again as new deliveries.${queryText(ctx, 'more') === '1' ? ' More matched: replay again for the next batch.' : ''}`
+      : noticeOf(ctx, {});
     renderPage(console, ctx, deadLettersPage(list, filters, signedIn(ctx).viewer.csrf, notice));
   });
 
@@ -93,13 +104,17 @@ export function webhookRoutes(console: Console, router: Router): void {
     }
     const answer = await signedIn(ctx).api.request<{ replayed: number; has_more: boolean }>('POST', '/api/v1/webhooks/dead-letters/replay', { body: filter });
     ctx.status = 303;
-    ctx.redirect(`/console/webhooks/dead-letters?${new URLSearchParams({ ...filter, replayed: String(answer.body.replayed), ...(answer.body.has_more ? { more: '1' } : {}) })}`);
+    ctx.redirect(
+      `/console/webhooks/dead-letters?${new URLSearchParams({ ...filter, replayed: String(answer.body.replayed), ...(answer.body.has_more ? { more: '1' } : {}) })}`,
+    );
   });
 
   router.get('/webhooks/dead-letters/:id', async (ctx) => {
     const { api, viewer } = signedIn(ctx);
     const letter = await api.get<DeadLetter>(`/api/v1/webhooks/dead-letters/${id(ctx)}`);
-    const target = letter.subscription_id ? await api.get<Subscription>(`/api/v1/webhooks/subscriptions/${encodeURIComponent(letter.subscription_id)}`).catch(() => undefined) : undefined;
+    const target = letter.subscription_id
+      ? await api.get<Subscription>(`/api/v1/webhooks/subscriptions/${encodeURIComponent(letter.subscription_id)}`).catch(() => undefined)
+      : undefined;
     renderPage(console, ctx, deadLetterPage(letter, viewer.csrf, target, noticeOf(ctx, NOTICES)));
   });
 
@@ -124,7 +139,10 @@ export function webhookRoutes(console: Console, router: Router): void {
     const form = await formOf(ctx);
     const values = subscriptionInput(form);
     try {
-      await api.request('PATCH', subscriptionPath(ctx), { body: { url: values.url, topics: values.topics, description: values.description || null }, ifMatch: `"v${form.get('version') ?? ''}"` });
+      await api.request('PATCH', subscriptionPath(ctx), {
+        body: { url: values.url, topics: values.topics, description: values.description || null },
+        ifMatch: `"v${form.get('version') ?? ''}"`,
+      });
       redirectWithNotice(ctx, `/console/webhooks/${id(ctx)}`, 'saved');
     } catch (error) {
       if (error instanceof ApiProblem && error.status === 412) return redirectWithNotice(ctx, `/console/webhooks/${id(ctx)}`, 'stale');

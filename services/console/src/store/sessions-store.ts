@@ -42,7 +42,19 @@ export async function insertSession(db: Queryable, sealer: Sealer, session: Omit
   await db.query(
     `INSERT INTO ${CONSOLE_SCHEMA}.sessions (id_hash, merchant_id, user_id, scopes, access_token_sealed, access_expires_at, refresh_token_sealed, csrf_token, created_at, last_seen_at, expires_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-    [session.idHash, session.merchantId, session.userId, session.scopes, sealer.seal(session.accessToken), session.accessExpiresAt, sealer.seal(session.refreshToken), session.csrfToken, session.createdAt, session.lastSeenAt, session.expiresAt],
+    [
+      session.idHash,
+      session.merchantId,
+      session.userId,
+      session.scopes,
+      sealer.seal(session.accessToken),
+      session.accessExpiresAt,
+      sealer.seal(session.refreshToken),
+      session.csrfToken,
+      session.createdAt,
+      session.lastSeenAt,
+      session.expiresAt,
+    ],
   );
 }
 
@@ -52,7 +64,12 @@ export async function findSession(db: Queryable, sealer: Sealer, idHash: string)
 }
 
 /** Writes refreshed tokens unless another request already did (its version moved on); true when written. */
-export async function replaceSessionTokens(db: Queryable, sealer: Sealer, session: Pick<ConsoleSession, 'idHash' | 'tokenVersion'>, tokens: SessionTokens): Promise<boolean> {
+export async function replaceSessionTokens(
+  db: Queryable,
+  sealer: Sealer,
+  session: Pick<ConsoleSession, 'idHash' | 'tokenVersion'>,
+  tokens: SessionTokens,
+): Promise<boolean> {
   const { rowCount } = await db.query(
     `UPDATE ${CONSOLE_SCHEMA}.sessions SET access_token_sealed = $3, access_expires_at = $4, refresh_token_sealed = $5, scopes = $6, token_version = token_version + 1
       WHERE id_hash = $1 AND token_version = $2`,
@@ -71,7 +88,10 @@ export async function deleteSession(db: Queryable, idHash: string): Promise<void
 
 /** Housekeeping: sessions past their absolute end or idle too long. */
 export async function deleteExpiredSessions(db: Queryable, now: Date, idleSeconds: number): Promise<number> {
-  const { rowCount } = await db.query(`DELETE FROM ${CONSOLE_SCHEMA}.sessions WHERE expires_at <= $1 OR last_seen_at <= $2`, [now, new Date(now.getTime() - idleSeconds * 1000)]);
+  const { rowCount } = await db.query(`DELETE FROM ${CONSOLE_SCHEMA}.sessions WHERE expires_at <= $1 OR last_seen_at <= $2`, [
+    now,
+    new Date(now.getTime() - idleSeconds * 1000),
+  ]);
   return rowCount;
 }
 
@@ -106,7 +126,9 @@ export async function takeSignIn(db: Queryable, sealer: Sealer, idHash: string, 
   const row = rows[0];
   if (!row || now.getTime() - new Date(row.created_at).getTime() > SIGN_IN_TTL_MS) return undefined;
   const codeVerifier = sealer.unseal(row.code_verifier_sealed);
-  return codeVerifier === undefined ? undefined : { idHash: row.id_hash, state: row.state, codeVerifier, returnTo: row.return_to, createdAt: new Date(row.created_at) };
+  return codeVerifier === undefined
+    ? undefined
+    : { idHash: row.id_hash, state: row.state, codeVerifier, returnTo: row.return_to, createdAt: new Date(row.created_at) };
 }
 
 export async function deleteStaleSignIns(db: Queryable, now: Date): Promise<number> {

@@ -18,4 +18,5 @@ export function setConsoleCookie(console: Console, ctx: Koa.Context, name: strin
   });
 }
 
-export const clearConsoleCookie = (console: Console, ctx: Koa.Context, name: string, path: string) => setConsoleCookie(console, ctx, name, '', { path, maxAgeMs: 0 });
+export const clearConsoleCookie = (console: Console, ctx: Koa.Context, name: string, path: string) =>
+  setConsoleCookie(console, ctx, name, '', { path, maxAgeMs: 0 });

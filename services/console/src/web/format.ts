@@ -5,11 +5,15 @@ export function time(iso: string | null | undefined): Html | string {
   if (!iso) return '—';
   const date = new Date(iso);
   if (Number.isNaN(date.getTime())) return iso;
-  const shown = date.toISOString().replace('T', ' ').replace(/\.\d{3}Z$/, ' UTC');
+  const shown = date
+    .toISOString()
+    .replace('T', ' ')
+    .replace(/\.\d{3}Z$/, ' UTC');
   return html`<time datetime="${iso}">${shown}</time>`;
 }
 
-export const percent = (rate: number | null | undefined) => (rate === null || rate === undefined ? '—' : `${(rate * 100).toFixed(rate === 1 || rate === 0 ? 0 : 1)} %`);
+export const percent = (rate: number | null | undefined) =>
+  rate === null || rate === undefined ? '—' : `${(rate * 100).toFixed(rate === 1 || rate === 0 ? 0 : 1)} %`;
 
 export const milliseconds = (value: number | null | undefined) => (value === null || value === undefined ? '—' : `${Math.round(value)} ms`);
 

@@ -1,7 +1,19 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { brokerNamesOf, busRetryPolicyFromEnv, DEFAULT_RETRY_POLICY, freePort, newSecretKeyEntry, newServiceToken, poisonQueueOf, retryDelaysOf, retryQueueOf, workQueueNames, type RetryPolicy } from '@merx/kit';
+import {
+  brokerNamesOf,
+  busRetryPolicyFromEnv,
+  DEFAULT_RETRY_POLICY,
+  freePort,
+  newSecretKeyEntry,
+  newServiceToken,
+  poisonQueueOf,
+  retryDelaysOf,
+  retryQueueOf,
+  workQueueNames,
+  type RetryPolicy,
+} from '@merx/kit';
 import amqp from 'amqplib';
 import { startServiceProcess, type ServiceProcess } from './service-process.js';
 
@@ -84,7 +96,12 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
   const adminPorts = {} as Record<ClusterService, number>;
   for (const service of CLUSTER_SERVICES) adminPorts[service] = await freePort();
   // Internal gRPC ports of the services that own a gRPC service, and the gateway's public one.
-  const grpcPorts = { catalog: await freePort(), merchants: await freePort(), webhooks: await freePort(), gateway: options.grpcPort ? options.grpcPort : await freePort() };
+  const grpcPorts = {
+    catalog: await freePort(),
+    merchants: await freePort(),
+    webhooks: await freePort(),
+    gateway: options.grpcPort ? options.grpcPort : await freePort(),
+  };
   const publicUrl = options.publicUrl ?? `http://localhost:${ports.gateway}`;
   const local = (service: ClusterService) => `http://127.0.0.1:${ports[service]}`;
   const shared: Record<string, string> = {
@@ -115,7 +132,13 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
             DATABASE_URL: options.databaseUrl,
             ...(service === 'catalog' || service === 'merchants' || service === 'webhooks' ? { GRPC_PORT: String(grpcPorts[service]) } : {}),
             ...(service === 'merchants' || service === 'webhooks' ? { MERX_SECRETS_KEYS: secretKeys } : {}),
-            ...(service === 'oauth' ? { MERX_OPERATOR_TOKEN: options.operatorToken, MERX_COOKIE_SECRET: options.cookieSecret, MERX_CONSOLE_CLIENT_SECRET: options.consoleClientSecret } : {}),
+            ...(service === 'oauth'
+              ? {
+                  MERX_OPERATOR_TOKEN: options.operatorToken,
+                  MERX_COOKIE_SECRET: options.cookieSecret,
+                  MERX_CONSOLE_CLIENT_SECRET: options.consoleClientSecret,
+                }
+              : {}),
             // The console calls the API through the gateway, as any client does.
             ...(service === 'console' ? { MERX_CONSOLE_CLIENT_SECRET: options.consoleClientSecret, MERX_GATEWAY_URL: local('gateway') } : {}),
           };
@@ -180,7 +203,13 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
       return start(service);
     },
     async startReplica(service, env = {}) {
-      const replica = await spawn(service, await freePort(), await freePort(), { ...envOf(service), GRPC_PORT: String(await freePort()), ...env }, `${service}-replica-${replicas.length + 1}`);
+      const replica = await spawn(
+        service,
+        await freePort(),
+        await freePort(),
+        { ...envOf(service), GRPC_PORT: String(await freePort()), ...env },
+        `${service}-replica-${replicas.length + 1}`,
+      );
       replicas.push(replica);
       return replica;
     },

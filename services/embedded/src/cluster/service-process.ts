@@ -50,7 +50,14 @@ export async function startServiceProcess(options: SpawnServiceOptions): Promise
   const { name, port, adminPort, logFile } = options;
   const log = createWriteStream(logFile, { flags: 'a' });
   const child = spawn(process.execPath, [...(options.execArgv ?? []), path.join(servicesDir, name, 'dist/src/main.js')], {
-    env: { PATH: process.env.PATH ?? '', ...options.env, PORT: String(port), HOST: options.env.HOST ?? '127.0.0.1', ADMIN_PORT: String(adminPort), ADMIN_HOST: options.env.ADMIN_HOST ?? '127.0.0.1' },
+    env: {
+      PATH: process.env.PATH ?? '',
+      ...options.env,
+      PORT: String(port),
+      HOST: options.env.HOST ?? '127.0.0.1',
+      ADMIN_PORT: String(adminPort),
+      ADMIN_HOST: options.env.ADMIN_HOST ?? '127.0.0.1',
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   for (const stream of [child.stdout!, child.stderr!]) {

@@ -74,7 +74,10 @@ export async function startGrpcEdge(deps: GrpcEdgeDeps): Promise<RunningGrpcEdge
     'grpc.service_config': JSON.stringify({ loadBalancingConfig: [{ round_robin: {} }] }),
   };
   const clients = Object.fromEntries(
-    (Object.keys(grpcServices) as GrpcOwner[]).map((owner) => [owner, new grpc.Client(deps.upstreams[owner], grpc.credentials.createInsecure(), channelOptions)]),
+    (Object.keys(grpcServices) as GrpcOwner[]).map((owner) => [
+      owner,
+      new grpc.Client(deps.upstreams[owner], grpc.credentials.createInsecure(), channelOptions),
+    ]),
   ) as Record<GrpcOwner, grpc.Client>;
   const identity = (bytes: Buffer) => bytes;
 
@@ -89,7 +92,10 @@ export async function startGrpcEdge(deps: GrpcEdgeDeps): Promise<RunningGrpcEdge
   const optionsOf = (call: { getDeadline(): grpc.Deadline }): grpc.CallOptions => ({ deadline: call.getDeadline() });
 
   /** Upstream answers back to the caller, at the caller's pace. */
-  const relayResponses = (upstream: grpc.ClientReadableStream<Buffer> | grpc.ClientDuplexStream<Buffer, Buffer>, call: grpc.ServerWritableStream<Buffer, Buffer> | grpc.ServerDuplexStream<Buffer, Buffer>) => {
+  const relayResponses = (
+    upstream: grpc.ClientReadableStream<Buffer> | grpc.ClientDuplexStream<Buffer, Buffer>,
+    call: grpc.ServerWritableStream<Buffer, Buffer> | grpc.ServerDuplexStream<Buffer, Buffer>,
+  ) => {
     upstream.on('data', (bytes: Buffer) => {
       if (!call.write(bytes)) {
         upstream.pause();
@@ -116,8 +122,14 @@ export async function startGrpcEdge(deps: GrpcEdgeDeps): Promise<RunningGrpcEdge
           admit(path, call.metadata, writes).then(
             () => {
               if (call.cancelled) return;
-              const upstream = client.makeUnaryRequest(path, identity, identity, call.request, forwardedMetadata(call.metadata, requestId), optionsOf(call), (error, response) =>
-                error ? callback({ code: error.code, details: error.details, metadata: error.metadata }) : callback(null, response),
+              const upstream = client.makeUnaryRequest(
+                path,
+                identity,
+                identity,
+                call.request,
+                forwardedMetadata(call.metadata, requestId),
+                optionsOf(call),
+                (error, response) => (error ? callback({ code: error.code, details: error.details, metadata: error.metadata }) : callback(null, response)),
               );
               call.on('cancelled', () => upstream.cancel());
             },
@@ -129,7 +141,12 @@ export async function startGrpcEdge(deps: GrpcEdgeDeps): Promise<RunningGrpcEdge
           const requestId = newId('req');
           admit(path, call.metadata, writes).then(
             // A caller gone while its token was checked gets no stream opened for it (StreamEvents would never end).
-            () => call.cancelled || relayResponses(client.makeServerStreamRequest(path, identity, identity, call.request, forwardedMetadata(call.metadata, requestId), optionsOf(call)), call),
+            () =>
+              call.cancelled ||
+              relayResponses(
+                client.makeServerStreamRequest(path, identity, identity, call.request, forwardedMetadata(call.metadata, requestId), optionsOf(call)),
+                call,
+              ),
             (error: unknown) => sendError(call, grpcErrorOf(error, logger)),
           );
         }) as grpc.handleServerStreamingCall<Buffer, Buffer>;
@@ -196,7 +213,10 @@ export async function startGrpcEdge(deps: GrpcEdgeDeps): Promise<RunningGrpcEdge
     services.push({ definition: grpcPassThroughDefinitionOf(service), implementation });
   }
 
-  const health = new HealthImplementation({ '': 'SERVING', ...Object.fromEntries(Object.values(grpcServices).map((service) => [service.typeName, 'SERVING'])) });
+  const health = new HealthImplementation({
+    '': 'SERVING',
+    ...Object.fromEntries(Object.values(grpcServices).map((service) => [service.typeName, 'SERVING'])),
+  });
   const reflection = new ReflectionService({ merx: { fileDescriptorProtos: fileDescriptorProtos(grpcFiles) } } as never);
   const running = await startGrpcServer({
     port: deps.port,

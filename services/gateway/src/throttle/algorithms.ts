@@ -92,7 +92,13 @@ export function evaluateWindow(spec: ClassSpec, stored: WindowState | undefined,
   return {
     allowed,
     next: { index, current: used, previous },
-    state: { name: spec.name, quota: limit, window: spec.b, remaining: Math.max(0, Math.floor(limit - estimate - (allowed ? 1 : 0))), reset: Math.ceil(windowWholeAfterMs(index, windowMs, used, previous, now) / 1000) },
+    state: {
+      name: spec.name,
+      quota: limit,
+      window: spec.b,
+      remaining: Math.max(0, Math.floor(limit - estimate - (allowed ? 1 : 0))),
+      reset: Math.ceil(windowWholeAfterMs(index, windowMs, used, previous, now) / 1000),
+    },
     retryAfterMs,
     ttlMs: 2 * windowMs + 1000,
   };

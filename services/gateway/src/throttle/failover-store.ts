@@ -23,7 +23,10 @@ export class FailoverLimiterStore implements LimiterStore {
   private probe: NodeJS.Timeout | undefined;
   private readonly probeIntervalMs: number;
 
-  constructor(private readonly primary: RedisLimiterStore, private readonly options: FailoverOptions) {
+  constructor(
+    private readonly primary: RedisLimiterStore,
+    private readonly options: FailoverOptions,
+  ) {
     this.local = new MemoryLimiterStore({ share: 1 / Math.max(1, options.expectedReplicas) });
     this.probeIntervalMs = options.probeIntervalMs ?? 500;
   }
@@ -50,7 +53,10 @@ export class FailoverLimiterStore implements LimiterStore {
   private degrade(error: unknown): void {
     if (this.degradedSince) return;
     this.degradedSince = new Date();
-    this.options.logger.warn({ err: error, expected_replicas: this.options.expectedReplicas }, 'redis unreachable: throttling with a local per-replica limiter');
+    this.options.logger.warn(
+      { err: error, expected_replicas: this.options.expectedReplicas },
+      'redis unreachable: throttling with a local per-replica limiter',
+    );
     this.probe = setInterval(() => {
       this.primary.ping().then(
         () => this.recover(),

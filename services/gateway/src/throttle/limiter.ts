@@ -35,7 +35,6 @@ function clientIdFromBasic(header: string): string | undefined {
   }
 }
 
-
 /** One merchant's operator override as the oauth service keeps it. */
 export interface StoredThrottleOverride {
   merchant_id: string;
@@ -46,7 +45,10 @@ export interface StoredThrottleOverride {
 /** `GET /internal/v1/throttle-overrides` of the oauth service. */
 export function httpThrottleOverridesLoader(oauthUrl: string, serviceToken: string): () => Promise<StoredThrottleOverride[]> {
   return async () => {
-    const response = await fetch(`${oauthUrl}/internal/v1/throttle-overrides`, { headers: serviceAuthorization(serviceToken), signal: AbortSignal.timeout(5_000) });
+    const response = await fetch(`${oauthUrl}/internal/v1/throttle-overrides`, {
+      headers: serviceAuthorization(serviceToken),
+      signal: AbortSignal.timeout(5_000),
+    });
     if (response.status !== 200) throw new Error(`the oauth service answered ${response.status} to the throttle overrides request`);
     const body = (await response.json()) as { overrides?: StoredThrottleOverride[] };
     if (!Array.isArray(body.overrides)) throw new Error('the throttle overrides answer is malformed');
@@ -138,7 +140,8 @@ export async function createThrottle(deps: ThrottleDeps): Promise<Throttle> {
           minTimeout: 200,
           maxTimeout: 5_000,
           shouldRetry: () => !stopping,
-          onFailedAttempt: ({ error, attemptNumber }) => deps.logger.warn({ err: error, attempt: attemptNumber }, 'throttle overrides not loaded yet; retrying'),
+          onFailedAttempt: ({ error, attemptNumber }) =>
+            deps.logger.warn({ err: error, attempt: attemptNumber }, 'throttle overrides not loaded yet; retrying'),
         },
       ).catch(() => undefined)
     : Promise.resolve();

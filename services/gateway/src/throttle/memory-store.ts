@@ -18,7 +18,9 @@ interface Entry {
 function scaled(spec: ClassSpec, share: number): ClassSpec {
   if (share === 1) return spec;
   // Capacities shrink, windows and refill periods stay: each replica grants its share at the same pace.
-  return spec.kind === 'bucket' ? { ...spec, a: Math.max(1, Math.floor(spec.a * share)), b: spec.b * share } : { ...spec, a: Math.max(1, Math.floor(spec.a * share)) };
+  return spec.kind === 'bucket'
+    ? { ...spec, a: Math.max(1, Math.floor(spec.a * share)), b: spec.b * share }
+    : { ...spec, a: Math.max(1, Math.floor(spec.a * share)) };
 }
 
 export class MemoryLimiterStore implements LimiterStore {
@@ -46,7 +48,8 @@ export class MemoryLimiterStore implements LimiterStore {
       const key = `${request.subject}|${spec.name}`;
       const stored = this.entries.get(key);
       const live = stored && stored.expiresAt > now ? stored.state : undefined;
-      const evaluation = spec.kind === 'bucket' ? evaluateBucket(spec, live as BucketState | undefined, now) : evaluateWindow(spec, live as WindowState | undefined, now);
+      const evaluation =
+        spec.kind === 'bucket' ? evaluateBucket(spec, live as BucketState | undefined, now) : evaluateWindow(spec, live as WindowState | undefined, now);
       return { key, evaluation };
     });
     const refused = evaluations.find(({ evaluation }) => !evaluation.allowed);

@@ -183,7 +183,9 @@ export class RedisLimiterStore implements LimiterStore {
   }
 
   async setOverride(merchantId: string, fields: OverrideFields, version: number): Promise<void> {
-    const pairs = Object.entries(fields).filter(([field]) => THROTTLE_CLASSES.some((name) => field.startsWith(`${name}.`))).flat();
+    const pairs = Object.entries(fields)
+      .filter(([field]) => THROTTLE_CLASSES.some((name) => field.startsWith(`${name}.`)))
+      .flat();
     await this.redis.merxThrottleOverride(1, this.overrideKey(merchantId, ''), version, ...pairs);
   }
 

@@ -28,7 +28,9 @@ function checkFields(body: Body, check: FieldChecks): Partial<ConnectionFields> 
   if (body.source_id !== undefined) fields.source_id = checkId(body.source_id, 'source_id', 'src', 'source', check);
   if (body.destination_id !== undefined) fields.destination_id = checkId(body.destination_id, 'destination_id', 'dst', 'destination', check);
   if (body.rule_ids !== undefined) {
-    fields.rule_ids = check.list(body.rule_ids, 'rule_ids', { min: 0, max: MAX_RULES_PER_CONNECTION }, (entry, path) => checkId(entry, path, 'rul', 'rule', check));
+    fields.rule_ids = check.list(body.rule_ids, 'rule_ids', { min: 0, max: MAX_RULES_PER_CONNECTION }, (entry, path) =>
+      checkId(entry, path, 'rul', 'rule', check),
+    );
   }
   if (body.event_types !== undefined) fields.event_types = checkEventTypes(body.event_types, check);
   if (body.status !== undefined) fields.status = check.oneOf(body.status, 'status', connectionStatuses);

@@ -58,7 +58,8 @@ export class FieldChecks {
     const before = this.errors.length;
     const items = value.map((entry, index) => item(entry, fieldPath(field, index)));
     if (this.errors.length > before) return undefined;
-    if (new Set(items.map((entry) => JSON.stringify(entry))).size !== items.length) return this.fail(field, 'duplicate_items', `${field} must not repeat an item`);
+    if (new Set(items.map((entry) => JSON.stringify(entry))).size !== items.length)
+      return this.fail(field, 'duplicate_items', `${field} must not repeat an item`);
     return items as T[];
   }
 }

@@ -88,7 +88,9 @@ export type MerchantResource = ReturnType<typeof presentMerchant>;
  * the halves had versions is a new merchant (both 1) or, from the lookup, one whose `version` was
  * oauth's count of standing changes.
  */
-export function merchantFromEvent(object: Omit<MerchantResource, 'profile_version' | 'standing_version'> & { profile_version?: number; standing_version?: number }): Merchant {
+export function merchantFromEvent(
+  object: Omit<MerchantResource, 'profile_version' | 'standing_version'> & { profile_version?: number; standing_version?: number },
+): Merchant {
   const profileVersion = object.profile_version ?? 1;
   const standingVersion = object.standing_version ?? object.version;
   return {

@@ -8,7 +8,10 @@ const record = (type: string, data: unknown, extra: Record<string, unknown> = {}
 
 /** Inputs on both sides of every rule RecordInput states; the size and depth limits only descriptions state are left to records.test.ts. */
 const cases: Array<[what: string, input: unknown]> = [
-  ['an order with its typed fields and fields of its own', record('order', { total: 129.9, currency: 'EUR', customer: { email: 'ada@example.com' }, line_items: [{ sku: 'A' }], channel: 'web', tags: ['x'] })],
+  [
+    'an order with its typed fields and fields of its own',
+    record('order', { total: 129.9, currency: 'EUR', customer: { email: 'ada@example.com' }, line_items: [{ sku: 'A' }], channel: 'web', tags: ['x'] }),
+  ],
   ['an order with no data fields', record('order', {})],
   ['an order total as a string', record('order', { total: '129.90' })],
   ['an order total of null', record('order', { total: null })],
@@ -66,10 +69,13 @@ describe('record inputs: the server and the OpenAPI document agree', () => {
     for (const type of recordTypes) assert.deepEqual(Object.keys(recordDataChecks[type]).sort(), Object.keys(recordDataFields[type]).sort(), type);
   });
 
-  it('accepts the document\'s own example batch record by record', () => {
+  it("accepts the document's own example batch record by record", () => {
     const media = openApiDocument.paths['/api/v1/sources/{id}/records']!.post!.requestBody!.content['application/json']!;
     const { records } = media.examples!.oneOfEach!.value as { records: unknown[] };
-    assert.deepEqual(records.map((input) => validateRecord(input).errors), records.map(() => []));
+    assert.deepEqual(
+      records.map((input) => validateRecord(input).errors),
+      records.map(() => []),
+    );
     assert.deepEqual([...new Set(records.map((input) => (input as { type: string }).type))].sort(), [...recordTypes].sort());
   });
 

@@ -35,7 +35,6 @@ const ISO_TIMESTAMP = new RegExp(RECORD_TIMESTAMP_PATTERN);
 const CURRENCY = /^[A-Z]{3}$/;
 const DECIMAL = /^\d{1,15}(\.\d{1,4})?$/;
 
-
 type DataFieldCheck = (value: unknown, field: string, check: FieldChecks) => void;
 const isObject = (value: unknown) => typeof value === 'object' && value !== null && !Array.isArray(value);
 const number: DataFieldCheck = (value, field, check) => void (typeof value !== 'number' && check.fail(field, 'invalid_type', `${field} must be a JSON number`));

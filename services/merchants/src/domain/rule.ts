@@ -46,8 +46,10 @@ function checkFields(body: Body, check: FieldChecks): Partial<RuleFields> {
 
 /** A transform belongs to a transform rule and to it alone. */
 function checkActionAndTransform(fields: Pick<RuleFields, 'action' | 'transform'>, check: FieldChecks): void {
-  if (fields.action === 'transform' && !fields.transform) check.fail('transform', 'required', 'a transform rule needs a transform (keep, remove, rename or set)');
-  if (fields.action !== 'transform' && fields.transform) check.fail('transform', 'not_allowed', `a ${fields.action} rule has no transform; use action transform or leave it out`);
+  if (fields.action === 'transform' && !fields.transform)
+    check.fail('transform', 'required', 'a transform rule needs a transform (keep, remove, rename or set)');
+  if (fields.action !== 'transform' && fields.transform)
+    check.fail('transform', 'not_allowed', `a ${fields.action} rule has no transform; use action transform or leave it out`);
 }
 
 export function validateNewRule(input: unknown): RuleFields {
@@ -75,7 +77,10 @@ export function validateRuleChanges(input: unknown, current: RuleFields): Partia
   check.throwIfAny();
   // Moving away from transform drops the mapping unless the body says otherwise.
   if (changes.action && changes.action !== 'transform' && body.transform === undefined) changes.transform = null;
-  checkActionAndTransform({ action: changes.action ?? current.action, transform: changes.transform === undefined ? current.transform : changes.transform }, check);
+  checkActionAndTransform(
+    { action: changes.action ?? current.action, transform: changes.transform === undefined ? current.transform : changes.transform },
+    check,
+  );
   check.throwIfAny();
   return changes;
 }

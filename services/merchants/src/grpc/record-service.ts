@@ -1,7 +1,14 @@
 import { create } from '@bufbuild/protobuf';
 import { timestampDate } from '@bufbuild/protobuf/wkt';
 import { MAX_RECORDS_PER_BATCH } from '@merx/contracts';
-import { IngestRecordsResponse_Status, IngestRecordsResponseSchema, RecordService, RecordType, type IngestRecordsRequest, type IngestRecordsResponse } from '@merx/contracts/grpc';
+import {
+  IngestRecordsResponse_Status,
+  IngestRecordsResponseSchema,
+  RecordService,
+  RecordType,
+  type IngestRecordsRequest,
+  type IngestRecordsResponse,
+} from '@merx/contracts/grpc';
 import { bulkStreamHandler, grpcServiceDefinitionOf, MerxError, type grpc, type Logger, type MerchantId, type TokenVerifier } from '@merx/kit';
 import type { RecordOutcome, RecordUseCases } from '../usecases/records.js';
 
@@ -76,7 +83,12 @@ export function recordGrpcService(records: RecordUseCases, verifier: TokenVerifi
     } catch (error) {
       if (!(error instanceof MerxError) || !error.expose) throw error;
       return run.map((record) =>
-        create(IngestRecordsResponseSchema, { index: record.index, externalId: record.externalId, status: IngestRecordsResponse_Status.REJECTED, problem: { code: error.code, detail: error.message } }),
+        create(IngestRecordsResponseSchema, {
+          index: record.index,
+          externalId: record.externalId,
+          status: IngestRecordsResponse_Status.REJECTED,
+          problem: { code: error.code, detail: error.message },
+        }),
       );
     }
   };

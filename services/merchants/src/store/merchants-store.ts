@@ -44,7 +44,10 @@ function toMerchant(row: MerchantRow): Merchant {
  * before merchants.created) is no merchant to show yet.
  */
 export async function findMerchant(db: Queryable, merchantId: MerchantId, options: { forUpdate?: boolean } = {}): Promise<Merchant | undefined> {
-  const { rows } = await db.query<MerchantRow>(`SELECT ${COLUMNS} FROM ${TABLE} WHERE merchant_id = $1 AND profile_version > 0${options.forUpdate ? ' FOR UPDATE' : ''}`, [merchantId]);
+  const { rows } = await db.query<MerchantRow>(
+    `SELECT ${COLUMNS} FROM ${TABLE} WHERE merchant_id = $1 AND profile_version > 0${options.forUpdate ? ' FOR UPDATE' : ''}`,
+    [merchantId],
+  );
   return rows[0] ? toMerchant(rows[0]) : undefined;
 }
 
@@ -67,7 +70,19 @@ export async function applyProvisionedMerchant(tx: Queryable, merchant: Merchant
        created_at = LEAST(${TABLE}.created_at, EXCLUDED.created_at),
        updated_at = GREATEST(${TABLE}.updated_at, EXCLUDED.updated_at)
      WHERE ${newerProfile} OR ${newerStanding}`,
-    [merchant.id, merchant.name, merchant.mode, merchant.plan, merchant.default_currency, merchant.timezone, merchant.status, merchant.profileVersion, merchant.standingVersion, merchant.createdAt, merchant.updatedAt],
+    [
+      merchant.id,
+      merchant.name,
+      merchant.mode,
+      merchant.plan,
+      merchant.default_currency,
+      merchant.timezone,
+      merchant.status,
+      merchant.profileVersion,
+      merchant.standingVersion,
+      merchant.createdAt,
+      merchant.updatedAt,
+    ],
   );
 }
 

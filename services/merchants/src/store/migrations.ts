@@ -1,4 +1,11 @@
-import { idempotencyByCredentialMigration, idempotencyMigration, inboxMigration, outboxMigration, outboxTraceContextMigration, type Migration } from '@merx/kit';
+import {
+  idempotencyByCredentialMigration,
+  idempotencyMigration,
+  inboxMigration,
+  outboxMigration,
+  outboxTraceContextMigration,
+  type Migration,
+} from '@merx/kit';
 
 export const MERCHANTS_SCHEMA = 'merchants';
 

@@ -61,7 +61,12 @@ export async function insertRecordsOnceForMerchant(tx: Queryable, merchantId: Me
 }
 
 /** The records already held under these keys: what a duplicate in a batch refers to. */
-export async function findRecordsByKeyForMerchant(db: Queryable, merchantId: MerchantId, sourceId: string, keys: { type: string; externalId: string }[]): Promise<IngestedRecord[]> {
+export async function findRecordsByKeyForMerchant(
+  db: Queryable,
+  merchantId: MerchantId,
+  sourceId: string,
+  keys: { type: string; externalId: string }[],
+): Promise<IngestedRecord[]> {
   if (keys.length === 0) return [];
   const { rows } = await db.query<RecordRow>(
     `SELECT ${COLUMNS} FROM ${RECORDS}
@@ -131,7 +136,15 @@ export async function insertRoutingsForMerchant(tx: Queryable, merchantId: Merch
 export async function routesOfRecordsForMerchant(db: Queryable, merchantId: MerchantId, recordIds: string[]): Promise<Map<string, RecordRoute[]>> {
   const routes = new Map<string, RecordRoute[]>(recordIds.map((id) => [id, []]));
   if (recordIds.length === 0) return routes;
-  const { rows } = await db.query<{ record_id: string; connection_id: string; destination_id: string; outcome: RecordRoute['outcome']; rule_id: string | null; reason: string | null; routed_at: Date }>(
+  const { rows } = await db.query<{
+    record_id: string;
+    connection_id: string;
+    destination_id: string;
+    outcome: RecordRoute['outcome'];
+    rule_id: string | null;
+    reason: string | null;
+    routed_at: Date;
+  }>(
     `SELECT record_id, connection_id, destination_id, outcome, rule_id, reason, routed_at FROM ${ROUTINGS}
      WHERE merchant_id = $1 AND record_id = ANY($2::text[]) ORDER BY connection_id`,
     [merchantId, recordIds],

@@ -25,13 +25,23 @@ const toReset = (row: ResetRow): SandboxReset => ({
 });
 
 export async function insertResetForMerchant(tx: Queryable, merchantId: MerchantId, reset: SandboxReset): Promise<void> {
-  await tx.query(
-    `INSERT INTO ${TABLE} (merchant_id, id, seed, status, services, requested_at, completed_at) VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7)`,
-    [merchantId, reset.id, reset.seed, reset.status, JSON.stringify(reset.services), reset.requestedAt, reset.completedAt],
-  );
+  await tx.query(`INSERT INTO ${TABLE} (merchant_id, id, seed, status, services, requested_at, completed_at) VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7)`, [
+    merchantId,
+    reset.id,
+    reset.seed,
+    reset.status,
+    JSON.stringify(reset.services),
+    reset.requestedAt,
+    reset.completedAt,
+  ]);
 }
 
-export async function findResetForMerchant(db: Queryable, merchantId: MerchantId, id: string, options: { forUpdate?: boolean } = {}): Promise<SandboxReset | undefined> {
+export async function findResetForMerchant(
+  db: Queryable,
+  merchantId: MerchantId,
+  id: string,
+  options: { forUpdate?: boolean } = {},
+): Promise<SandboxReset | undefined> {
   const { rows } = await db.query<ResetRow>(
     `SELECT merchant_id, id, seed, status, services, requested_at, completed_at FROM ${TABLE} WHERE merchant_id = $1 AND id = $2${options.forUpdate ? ' FOR UPDATE' : ''}`,
     [merchantId, id],
@@ -65,7 +75,10 @@ export async function wipeMerchantData(tx: Queryable, merchantId: MerchantId): P
   const removed: Record<string, number> = {};
   let destinations: WipedDestination[] = [];
   for (const table of ['routings', 'records', 'connections', 'rules', 'destinations', 'sources']) {
-    const result = await tx.query<WipedDestination>(`DELETE FROM ${MERCHANTS_SCHEMA}.${table} WHERE merchant_id = $1${table === 'destinations' ? ' RETURNING id, version' : ''}`, [merchantId]);
+    const result = await tx.query<WipedDestination>(
+      `DELETE FROM ${MERCHANTS_SCHEMA}.${table} WHERE merchant_id = $1${table === 'destinations' ? ' RETURNING id, version' : ''}`,
+      [merchantId],
+    );
     if (table === 'destinations') destinations = result.rows.map((row) => ({ id: row.id, version: Number(row.version) }));
     if (table !== 'routings') removed[table] = result.rowCount ?? 0;
   }

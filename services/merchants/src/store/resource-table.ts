@@ -25,7 +25,12 @@ const cast = (type: ColumnType) => (type === 'jsonb' ? '::jsonb' : type === 'tex
 const toParam = (type: ColumnType, value: unknown) => (type === 'jsonb' ? (value === null ? null : JSON.stringify(value)) : value);
 
 /** A field's value as its column stores it: JSON text for jsonb, sealed for a secret. */
-function columnValue<F extends object>(table: ResourceTable<F>, column: keyof F & string, value: unknown, owner: { merchantId: string; recordId: string }): unknown {
+function columnValue<F extends object>(
+  table: ResourceTable<F>,
+  column: keyof F & string,
+  value: unknown,
+  owner: { merchantId: string; recordId: string },
+): unknown {
   if (table.sealed?.includes(column) && typeof value === 'string') return sealSecret(value, owner);
   return toParam(table.columns[column], value);
 }
@@ -56,7 +61,12 @@ function toResource<F extends object>(table: ResourceTable<F>, row: Record<strin
   };
 }
 
-export async function insertResourceForMerchant<F extends object>(db: Queryable, table: ResourceTable<F>, merchantId: MerchantId, resource: Resource<F>): Promise<Resource<F>> {
+export async function insertResourceForMerchant<F extends object>(
+  db: Queryable,
+  table: ResourceTable<F>,
+  merchantId: MerchantId,
+  resource: Resource<F>,
+): Promise<Resource<F>> {
   const columns = columnsOf(table);
   const params: unknown[] = [merchantId, resource.id, resource.version, resource.createdAt, resource.updatedAt];
   const placeholders = columns.map((column) => {
@@ -86,7 +96,13 @@ export async function findResourceForMerchant<F extends object>(
 }
 
 /** Several rows by id, locked in id order (concurrent writers never wait on each other crosswise). */
-export async function findResourcesForMerchant<F extends object>(db: Queryable, table: ResourceTable<F>, merchantId: MerchantId, ids: string[], lock?: RowLock): Promise<Resource<F>[]> {
+export async function findResourcesForMerchant<F extends object>(
+  db: Queryable,
+  table: ResourceTable<F>,
+  merchantId: MerchantId,
+  ids: string[],
+  lock?: RowLock,
+): Promise<Resource<F>[]> {
   if (ids.length === 0) return [];
   const { rows } = await db.query<Record<string, unknown>>(
     `SELECT ${selectList(table)} FROM ${qualified(table)} WHERE merchant_id = $1 AND id = ANY($2::text[]) ORDER BY id${lock ? ` FOR ${lock.toUpperCase()}` : ''}`,

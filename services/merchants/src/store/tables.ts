@@ -29,7 +29,11 @@ export const CONNECTIONS: ResourceTable<ConnectionFields> = {
 };
 
 /** Ids of connections that use a source, a destination or a rule (what a delete must not orphan). */
-export async function connectionsUsingForMerchant(db: Queryable, merchantId: MerchantId, use: { column: 'source_id' | 'destination_id'; id: string } | { rule: string }): Promise<string[]> {
+export async function connectionsUsingForMerchant(
+  db: Queryable,
+  merchantId: MerchantId,
+  use: { column: 'source_id' | 'destination_id'; id: string } | { rule: string },
+): Promise<string[]> {
   const { rows } = await db.query<{ id: string }>(
     'rule' in use
       ? `SELECT id FROM ${MERCHANTS_SCHEMA}.connections WHERE merchant_id = $1 AND $2 = ANY(rule_ids) ORDER BY id LIMIT 20`
@@ -40,7 +44,12 @@ export async function connectionsUsingForMerchant(db: Queryable, merchantId: Mer
 }
 
 /** The active connections of a source that route this event type: what routing applies to one record. */
-export async function routingConnectionsForMerchant(db: Queryable, merchantId: MerchantId, sourceId: string, eventType: string): Promise<Resource<ConnectionFields>[]> {
+export async function routingConnectionsForMerchant(
+  db: Queryable,
+  merchantId: MerchantId,
+  sourceId: string,
+  eventType: string,
+): Promise<Resource<ConnectionFields>[]> {
   const connections = await listResourcesForMerchant(db, CONNECTIONS, merchantId, { limit: 1000 }, [
     { column: 'source_id', equals: sourceId },
     { column: 'status', equals: 'active' },

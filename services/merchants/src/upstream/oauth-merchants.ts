@@ -14,10 +14,10 @@ export function httpMerchantLookup(oauthUrl: string, serviceToken: string, optio
         signal: AbortSignal.timeout(options.timeoutMs ?? 3_000),
       });
     } catch (error) {
-      throw new Unavailable('The merchant\'s settings are being set up; retry in a moment.', error);
+      throw new Unavailable("The merchant's settings are being set up; retry in a moment.", error);
     }
     if (response.status === 404) return undefined;
-    if (response.status !== 200) throw new Unavailable('The merchant\'s settings are being set up; retry in a moment.');
+    if (response.status !== 200) throw new Unavailable("The merchant's settings are being set up; retry in a moment.");
     return (await response.json()) as MerchantResource;
   };
 }

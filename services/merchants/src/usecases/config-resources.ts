@@ -1,4 +1,16 @@
-import { buildEvent, checkIfMatch, newId, NotFound, parsePageRequest, toListPage, type Db, type Emit, type MerchantId, type Outbox, type Queryable } from '@merx/kit';
+import {
+  buildEvent,
+  checkIfMatch,
+  newId,
+  NotFound,
+  parsePageRequest,
+  toListPage,
+  type Db,
+  type Emit,
+  type MerchantId,
+  type Outbox,
+  type Queryable,
+} from '@merx/kit';
 import { effectiveChanges, presentResource, previousFields, resourceEtag, type Resource } from '../domain/resource.js';
 import {
   deleteResourceForMerchant,
@@ -47,7 +59,6 @@ export interface ConfigUseCaseDeps {
   outbox: Outbox;
   now?: () => Date;
 }
-
 
 export function configResourceUseCases<F extends object>(kind: ResourceKind<F>, { db, outbox, now = () => new Date() }: ConfigUseCaseDeps) {
   const present = (resource: Resource<F>) => presentResource(kind.object, resource, kind.hidden ?? []);
@@ -100,7 +111,12 @@ export function configResourceUseCases<F extends object>(kind: ResourceKind<F>, 
         if (Object.keys(changes).length === 0) return current;
         await kind.beforeWrite?.(tx, requester.merchantId, { ...current.fields, ...changes }, changes);
         const updated = await updateResourceForMerchant(tx, kind.table, requester.merchantId, id, changes, now());
-        emit(buildEvent(`${kind.topic}.updated`, requester.merchantId, { object: present(updated), previous: previousFields(current.fields, changes, kind.hidden ?? []) }));
+        emit(
+          buildEvent(`${kind.topic}.updated`, requester.merchantId, {
+            object: present(updated),
+            previous: previousFields(current.fields, changes, kind.hidden ?? []),
+          }),
+        );
         kind.afterWrite?.(emit, updated);
         return updated;
       });

@@ -1,4 +1,14 @@
-import { buildEvent, generateSigningSecret, NotFound, recordInInbox, sealSecret, trustedMerchantId, type MerchantId, type MerxEvent, type Outbox } from '@merx/kit';
+import {
+  buildEvent,
+  generateSigningSecret,
+  NotFound,
+  recordInInbox,
+  sealSecret,
+  trustedMerchantId,
+  type MerchantId,
+  type MerxEvent,
+  type Outbox,
+} from '@merx/kit';
 import type { Destination, DestinationFields } from '../domain/destination.js';
 import { presentResource, previousFields } from '../domain/resource.js';
 import { MERCHANTS_SCHEMA } from '../store/migrations.js';
@@ -29,7 +39,9 @@ export function destinationEndpointOf(destination: Destination) {
  * carries the next one, newer than every sync sent before it, so the engine's tombstone outranks them.
  */
 export function destinationRemovedEvent(merchantId: string, destination: { id: string; version: number }) {
-  return buildEvent('internal.destination_removed', merchantId, { object: { id: destination.id, object: 'destination_endpoint' as const, version: destination.version + 1 } });
+  return buildEvent('internal.destination_removed', merchantId, {
+    object: { id: destination.id, object: 'destination_endpoint' as const, version: destination.version + 1 },
+  });
 }
 
 /**
@@ -46,7 +58,12 @@ export function engineDisabledDestinations({ outbox, now = () => new Date() }: {
       if (!current || current.fields.status === 'disabled') return;
       const changes = { status: 'disabled' as const, disabled_reason: reason };
       const updated = await updateResourceForMerchant(tx, DESTINATIONS, merchantId, id, changes, now());
-      emit(buildEvent('destinations.updated', merchantId, { object: presentResource('destination', updated, ['secret']), previous: previousFields(current.fields, changes) }));
+      emit(
+        buildEvent('destinations.updated', merchantId, {
+          object: presentResource('destination', updated, ['secret']),
+          previous: previousFields(current.fields, changes),
+        }),
+      );
       emit(buildEvent('internal.destination_synced', merchantId, { object: destinationEndpointOf(updated) }));
     });
   };

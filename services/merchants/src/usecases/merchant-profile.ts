@@ -1,5 +1,13 @@
 import { buildEvent, checkIfMatch, trustedMerchantId, Unavailable, type Db, type MerchantId, type MerxEvent, type Outbox, type Queryable } from '@merx/kit';
-import { merchantFromEvent, presentMerchant, standingOf, validateProfileChanges, type Merchant, type MerchantProfile, type MerchantResource } from '../domain/merchant.js';
+import {
+  merchantFromEvent,
+  presentMerchant,
+  standingOf,
+  validateProfileChanges,
+  type Merchant,
+  type MerchantProfile,
+  type MerchantResource,
+} from '../domain/merchant.js';
 import { effectiveChanges, resourceEtag } from '../domain/resource.js';
 import { applyMerchantStanding, applyProvisionedMerchant, findMerchant, updateMerchantProfile } from '../store/merchants-store.js';
 import type { MerchantLookup } from '../upstream/oauth-merchants.js';
@@ -12,7 +20,7 @@ import type { MerchantLookup } from '../upstream/oauth-merchants.js';
  * than a 404 for the caller's own account.
  */
 function notYetKnown(): Unavailable {
-  return new Unavailable('The merchant\'s settings are being set up; retry in a moment.');
+  return new Unavailable("The merchant's settings are being set up; retry in a moment.");
 }
 
 export function merchantProfileUseCases({ db, outbox, lookup, now = () => new Date() }: { db: Db; outbox: Outbox; lookup?: MerchantLookup; now?: () => Date }) {

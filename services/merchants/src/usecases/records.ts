@@ -1,8 +1,28 @@
 import { MAX_RECORDS_PER_BATCH, recordTypes } from '@merx/contracts';
-import { buildEvent, Conflict, fieldPath, newId, NotFound, parsePageRequest, parseTimeFilter, toListPage, ValidationFailed, type Db, type FieldError, type MerchantId, type Outbox } from '@merx/kit';
+import {
+  buildEvent,
+  Conflict,
+  fieldPath,
+  newId,
+  NotFound,
+  parsePageRequest,
+  parseTimeFilter,
+  toListPage,
+  ValidationFailed,
+  type Db,
+  type FieldError,
+  type MerchantId,
+  type Outbox,
+} from '@merx/kit';
 import { presentRecord, recordEvent, validateRecord, type IngestedRecord, type RecordInput } from '../domain/record.js';
 import type { SourceFields } from '../domain/source.js';
-import { findRecordsByKeyForMerchant, insertRecordsOnceForMerchant, listRecordsOfSourceForMerchant, routesOfRecordsForMerchant, type RecordFilters } from '../store/records-store.js';
+import {
+  findRecordsByKeyForMerchant,
+  insertRecordsOnceForMerchant,
+  listRecordsOfSourceForMerchant,
+  routesOfRecordsForMerchant,
+  type RecordFilters,
+} from '../store/records-store.js';
 import { findResourceForMerchant } from '../store/resource-table.js';
 import { SOURCES } from '../store/tables.js';
 
@@ -24,11 +44,16 @@ function recordsOfBatch(body: unknown): unknown[] {
     throw new ValidationFailed([{ field: '(body)', code: 'invalid_type', message: 'the body must be a JSON object: {"records": [...]}' }]);
   }
   const { records, ...rest } = body as Record<string, unknown>;
-  const errors: FieldError[] = Object.keys(rest).map((field) => ({ field: fieldPath('', field), code: 'unknown_field', message: `${field} is not part of a record batch` }));
+  const errors: FieldError[] = Object.keys(rest).map((field) => ({
+    field: fieldPath('', field),
+    code: 'unknown_field',
+    message: `${field} is not part of a record batch`,
+  }));
   if (records === undefined) errors.push({ field: 'records', code: 'required', message: 'records is required: an array of 1 to 500 records' });
   else if (!Array.isArray(records)) errors.push({ field: 'records', code: 'invalid_type', message: 'records must be an array' });
   else if (records.length === 0) errors.push({ field: 'records', code: 'too_short', message: 'records must hold at least one record' });
-  else if (records.length > MAX_RECORDS_PER_BATCH) errors.push({ field: 'records', code: 'too_long', message: `records must hold at most ${MAX_RECORDS_PER_BATCH} records; send the rest in another batch` });
+  else if (records.length > MAX_RECORDS_PER_BATCH)
+    errors.push({ field: 'records', code: 'too_long', message: `records must hold at most ${MAX_RECORDS_PER_BATCH} records; send the rest in another batch` });
   if (errors.length > 0) throw new ValidationFailed(errors);
   return records as unknown[];
 }
@@ -90,9 +115,22 @@ export function recordUseCases({ db, outbox, now = () => new Date() }: { db: Db;
         const source = await findResourceForMerchant<SourceFields>(tx, SOURCES, merchantId, sourceId, 'key share');
         if (!source) throw new NotFound('source', sourceId);
         if (source.fields.status !== 'active') throw new Conflict(`Source ${sourceId} is ${source.fields.status}; it accepts records only while active.`);
-        const inserted = await insertRecordsOnceForMerchant(tx, merchantId, valid.map((v) => v.record));
+        const inserted = await insertRecordsOnceForMerchant(
+          tx,
+          merchantId,
+          valid.map((v) => v.record),
+        );
         const repeated = valid.filter((v) => !inserted.has(v.record.id));
-        const earlier = new Map((await findRecordsByKeyForMerchant(tx, merchantId, sourceId, repeated.map((v) => ({ type: v.record.type, externalId: v.record.external_id })))).map((r) => [keyOf(r), r]));
+        const earlier = new Map(
+          (
+            await findRecordsByKeyForMerchant(
+              tx,
+              merchantId,
+              sourceId,
+              repeated.map((v) => ({ type: v.record.type, externalId: v.record.external_id })),
+            )
+          ).map((r) => [keyOf(r), r]),
+        );
         for (const { index, record } of valid) {
           const result = results[index]!;
           if (inserted.has(record.id)) {
@@ -107,7 +145,14 @@ export function recordUseCases({ db, outbox, now = () => new Date() }: { db: Db;
       });
 
       const count = (status: RecordOutcome) => results.filter((r) => r.status === status).length;
-      return { object: 'record_batch' as const, source_id: sourceId, accepted: count('accepted'), duplicates: count('duplicate'), rejected: count('rejected'), results };
+      return {
+        object: 'record_batch' as const,
+        source_id: sourceId,
+        accepted: count('accepted'),
+        duplicates: count('duplicate'),
+        rejected: count('rejected'),
+        results,
+      };
     },
 
     async listRecords(merchantId: MerchantId, sourceId: string, query: Record<string, unknown>) {
@@ -115,7 +160,11 @@ export function recordUseCases({ db, outbox, now = () => new Date() }: { db: Db;
       const filters = parseRecordFilters(query);
       if (!(await findResourceForMerchant(db, SOURCES, merchantId, sourceId))) throw new NotFound('source', sourceId);
       const rows = await listRecordsOfSourceForMerchant(db, merchantId, sourceId, page, filters);
-      const routes = await routesOfRecordsForMerchant(db, merchantId, rows.slice(0, page.limit).map((r) => r.id));
+      const routes = await routesOfRecordsForMerchant(
+        db,
+        merchantId,
+        rows.slice(0, page.limit).map((r) => r.id),
+      );
       return toListPage(rows, page.limit, (record) => presentRecord(record, routes.get(record.id) ?? []));
     },
   };

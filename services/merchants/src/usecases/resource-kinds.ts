@@ -1,13 +1,16 @@
+import { connectionStatuses, destinationKinds, destinationStatuses, recordEventNames, ruleActions, sourceKinds, sourceStatuses } from '@merx/contracts';
 import {
-  connectionStatuses,
-  destinationKinds,
-  destinationStatuses,
-  recordEventNames,
-  ruleActions,
-  sourceKinds,
-  sourceStatuses,
-} from '@merx/contracts';
-import { buildEvent, checkEndpointUrl, Conflict, generateSigningSecret, ValidationFailed, type FieldError, type HostResolver, type MerchantId, type Queryable, type TargetPolicy } from '@merx/kit';
+  buildEvent,
+  checkEndpointUrl,
+  Conflict,
+  generateSigningSecret,
+  ValidationFailed,
+  type FieldError,
+  type HostResolver,
+  type MerchantId,
+  type Queryable,
+  type TargetPolicy,
+} from '@merx/kit';
 import { validateConnectionChanges, validateNewConnection, type ConnectionFields } from '../domain/connection.js';
 import { reasonForStatus, validateDestinationChanges, validateNewDestination, type DestinationFields } from '../domain/destination.js';
 import { validateNewRule, validateRuleChanges, type RuleFields } from '../domain/rule.js';
@@ -127,7 +130,8 @@ export const ruleKind: ResourceKind<RuleFields> = {
       else errors.push({ field: 'enabled', code: 'invalid_value', message: 'enabled must be true or false' });
     }
     if (query.event_type !== undefined) {
-      if (typeof query.event_type === 'string' && recordEventNames.includes(query.event_type)) conditions.push({ column: 'event_types', contains: query.event_type });
+      if (typeof query.event_type === 'string' && recordEventNames.includes(query.event_type))
+        conditions.push({ column: 'event_types', contains: query.event_type });
       else errors.push({ field: 'event_type', code: 'invalid_value', message: `event_type must be one of ${recordEventNames.join(', ')}` });
     }
     return filtersOrFail(errors, conditions);

@@ -68,7 +68,15 @@ export function recordRouting({ db, outbox, runner, logger }: { db: Db; outbox: 
           const payload = routedPayload(event, record, decision.data);
           emit(
             buildEvent('internal.record_routed', merchantId, {
-              object: { id: routedId, object: 'routed_record', destination_id: connection.fields.destination_id, connection_id: connection.id, record_id: record.id, event_id: event.id, payload },
+              object: {
+                id: routedId,
+                object: 'routed_record',
+                destination_id: connection.fields.destination_id,
+                connection_id: connection.id,
+                record_id: record.id,
+                event_id: event.id,
+                payload,
+              },
             }),
           );
         }

@@ -1,4 +1,17 @@
-import { buildEvent, Conflict, newId, NotFound, recordInInbox, trustedMerchantId, type Db, type Emit, type MerchantId, type MerxEvent, type Outbox, type Queryable } from '@merx/kit';
+import {
+  buildEvent,
+  Conflict,
+  newId,
+  NotFound,
+  recordInInbox,
+  trustedMerchantId,
+  type Db,
+  type Emit,
+  type MerchantId,
+  type MerxEvent,
+  type Outbox,
+  type Queryable,
+} from '@merx/kit';
 import type { ConnectionFields } from '../domain/connection.js';
 import type { DestinationFields } from '../domain/destination.js';
 import type { RuleFields } from '../domain/rule.js';
@@ -87,21 +100,36 @@ export function sandboxUseCases({ db, outbox, resources, now = () => new Date() 
         // the destinations seeded below, whatever order the replicas handle these messages in.
         for (const destination of destinations) emit(destinationRemovedEvent(merchantId, destination));
         const seeded = seed ? await seedConfiguration(tx, emit, merchantId, resources) : {};
-        emit(buildEvent('internal.sandbox_service_reset', merchantId, { object: { id, object: 'sandbox_service_reset', service: 'merchants', removed, seeded, completed_at: now().toISOString() } }));
+        emit(
+          buildEvent('internal.sandbox_service_reset', merchantId, {
+            object: { id, object: 'sandbox_service_reset', service: 'merchants', removed, seeded, completed_at: now().toISOString() },
+          }),
+        );
       });
     },
 
     /** A service's report on a reset; the last one completes it and announces sandbox.reset_completed. */
     async recordServiceReport(event: MerxEvent): Promise<void> {
       const merchantId = trustedMerchantId(event.merchant_id);
-      const report = event.data.object as { id: string; service: ResetService; removed: Record<string, number>; seeded: Record<string, number>; completed_at: string };
+      const report = event.data.object as {
+        id: string;
+        service: ResetService;
+        removed: Record<string, number>;
+        seeded: Record<string, number>;
+        completed_at: string;
+      };
       await outbox.transaction(async (tx, emit) => {
         if (!(await recordInInbox(tx, MERCHANTS_SCHEMA, RESET_REPORTS_CONSUMER, event))) return;
         const reset = await findResetForMerchant(tx, merchantId, report.id, { forUpdate: true });
         if (!reset) return; // a reset of another deployment sharing the broker, or one purged since
-        const updated = withReport(reset, { service: report.service, removed: report.removed, seeded: report.seeded, completed_at: report.completed_at }, now());
+        const updated = withReport(
+          reset,
+          { service: report.service, removed: report.removed, seeded: report.seeded, completed_at: report.completed_at },
+          now(),
+        );
         await saveResetProgressForMerchant(tx, merchantId, updated);
-        if (updated.status === 'completed' && reset.status !== 'completed') emit(buildEvent('sandbox.reset_completed', merchantId, { object: presentReset(updated) }));
+        if (updated.status === 'completed' && reset.status !== 'completed')
+          emit(buildEvent('sandbox.reset_completed', merchantId, { object: presentReset(updated) }));
       });
     },
   };

@@ -29,11 +29,16 @@ export function validateNewApiKey(input: unknown, callerScopes: ReadonlySet<stri
   const errors = schemaErrors('ApiKeyCreate', input);
   if (errors.some((error) => error.field === '(body)')) throw new ValidationFailed(errors);
   const { name, scopes } = input as { name?: unknown; scopes?: unknown };
-  if (typeof name === 'string' && name.length > 0 && name.trim().length === 0) errors.push({ field: 'name', code: 'too_short', message: 'name must not be blank' });
+  if (typeof name === 'string' && name.length > 0 && name.trim().length === 0)
+    errors.push({ field: 'name', code: 'too_short', message: 'name must not be blank' });
   if (Array.isArray(scopes)) {
     scopes.forEach((scope, index) => {
       if (typeof scope === 'string' && (scopeNames as readonly string[]).includes(scope) && !callerScopes.has(scope)) {
-        errors.push({ field: fieldPath('scopes', index), code: 'scope_not_held', message: `a key cannot get ${scope}: the token creating it does not hold it` });
+        errors.push({
+          field: fieldPath('scopes', index),
+          code: 'scope_not_held',
+          message: `a key cannot get ${scope}: the token creating it does not hold it`,
+        });
       }
     });
   }

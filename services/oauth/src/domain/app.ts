@@ -57,7 +57,8 @@ export function validateAppRegistration(input: unknown): AppRegistration {
   const errors = schemaErrors('AppCreate', input);
   if (errors.some((error) => error.field === '(body)')) throw new ValidationFailed(errors);
   const { name, redirect_uris: redirectUris, scopes } = input as { name?: unknown; redirect_uris?: unknown; scopes?: unknown };
-  if (typeof name === 'string' && name.length > 0 && name.trim().length === 0) errors.push({ field: 'name', code: 'too_short', message: 'name must not be blank' });
+  if (typeof name === 'string' && name.length > 0 && name.trim().length === 0)
+    errors.push({ field: 'name', code: 'too_short', message: 'name must not be blank' });
   if (Array.isArray(redirectUris)) {
     redirectUris.forEach((uri, index) => {
       const field = fieldPath('redirect_uris', index);

@@ -1,5 +1,12 @@
 import assert from 'node:assert/strict';
-import { afterFailure, DEFAULT_SIGN_IN_THROTTLE, secondsLocked, signInThrottleFromEnv, type LoginFailures, type LoginThrottlePolicy } from './login-throttle.js';
+import {
+  afterFailure,
+  DEFAULT_SIGN_IN_THROTTLE,
+  secondsLocked,
+  signInThrottleFromEnv,
+  type LoginFailures,
+  type LoginThrottlePolicy,
+} from './login-throttle.js';
 
 const policy: LoginThrottlePolicy = { freeFailures: 3, firstLockSeconds: 1, maxLockSeconds: 8, forgetAfterSeconds: 60 };
 

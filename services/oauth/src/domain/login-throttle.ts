@@ -31,7 +31,11 @@ const policyPatch = z
     free_failures: z.number().int().min(0).max(1_000),
     first_lock_seconds: z.number().int().min(1).max(3_600),
     max_lock_seconds: z.number().int().min(1).max(86_400),
-    forget_after_seconds: z.number().int().min(1).max(7 * 86_400),
+    forget_after_seconds: z
+      .number()
+      .int()
+      .min(1)
+      .max(7 * 86_400),
   })
   .strict()
   .partial();

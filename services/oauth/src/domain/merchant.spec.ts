@@ -42,6 +42,9 @@ describe('merchant profile changes (merchants.updated)', () => {
 
   it('refuses a profile change that does not hold together, naming what is wrong', () => {
     const bad = { ...OBJECT, name: '', default_currency: 'eur', timezone: 'Mars/Olympus', profile_version: 0, updated_at: 'yesterday' };
-    assert.throws(() => profileChangeOf({ object: bad, previous: { name: 'Shop' } }), /unusable profile \(name, default_currency, timezone, profile_version, updated_at\)/);
+    assert.throws(
+      () => profileChangeOf({ object: bad, previous: { name: 'Shop' } }),
+      /unusable profile \(name, default_currency, timezone, profile_version, updated_at\)/,
+    );
   });
 });

@@ -34,7 +34,6 @@ export type MerchantProvisioning = Pick<Merchant, 'name' | 'mode' | 'plan' | 'de
 
 const FIELDS = ['name', 'mode', 'plan', 'default_currency', 'timezone', 'owner'];
 
-
 /** The operator's provisioning request; a sandbox merchant gets the sandbox plan unless told otherwise. */
 export function validateMerchantProvisioning(input: unknown): MerchantProvisioning {
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {
@@ -42,21 +41,33 @@ export function validateMerchantProvisioning(input: unknown): MerchantProvisioni
   }
   const body = input as Record<string, unknown>;
   const errors: FieldError[] = [];
-  for (const key of Object.keys(body)) if (!FIELDS.includes(key)) errors.push({ field: fieldPath('', key), code: 'unknown_field', message: `${key} is not a merchant field` });
+  for (const key of Object.keys(body))
+    if (!FIELDS.includes(key)) errors.push({ field: fieldPath('', key), code: 'unknown_field', message: `${key} is not a merchant field` });
   const name = body.name;
-  if (typeof name !== 'string' || name.trim().length === 0) errors.push({ field: 'name', code: name === undefined ? 'required' : 'invalid_type', message: 'name is required: a non-empty string' });
+  if (typeof name !== 'string' || name.trim().length === 0)
+    errors.push({ field: 'name', code: name === undefined ? 'required' : 'invalid_type', message: 'name is required: a non-empty string' });
   else if ([...name].length > 255) errors.push({ field: 'name', code: 'too_long', message: 'name must be at most 255 characters' });
   const mode = body.mode ?? 'sandbox';
   if (!(MERCHANT_MODES as readonly unknown[]).includes(mode)) errors.push({ field: 'mode', code: 'invalid_value', message: 'mode must be sandbox or live' });
   const plan = body.plan ?? (mode === 'live' ? 'standard' : 'sandbox');
-  if (!(MERCHANT_PLANS as readonly unknown[]).includes(plan)) errors.push({ field: 'plan', code: 'invalid_value', message: 'plan must be sandbox, standard or scale' });
+  if (!(MERCHANT_PLANS as readonly unknown[]).includes(plan))
+    errors.push({ field: 'plan', code: 'invalid_value', message: 'plan must be sandbox, standard or scale' });
   const defaultCurrency = body.default_currency ?? 'USD';
-  if (!isCurrency(defaultCurrency)) errors.push({ field: 'default_currency', code: 'invalid_currency', message: 'default_currency must be an ISO 4217 code in upper case' });
+  if (!isCurrency(defaultCurrency))
+    errors.push({ field: 'default_currency', code: 'invalid_currency', message: 'default_currency must be an ISO 4217 code in upper case' });
   const timezone = body.timezone ?? 'UTC';
-  if (typeof timezone !== 'string' || !isTimeZone(timezone)) errors.push({ field: 'timezone', code: 'invalid_timezone', message: 'timezone must be an IANA time zone such as Europe/Berlin' });
+  if (typeof timezone !== 'string' || !isTimeZone(timezone))
+    errors.push({ field: 'timezone', code: 'invalid_timezone', message: 'timezone must be an IANA time zone such as Europe/Berlin' });
   const owner = validateOwner(body.owner, errors);
   if (errors.length > 0 || !owner) throw new ValidationFailed(errors);
-  return { owner, name: name as string, mode: mode as MerchantMode, plan: plan as MerchantPlan, defaultCurrency: defaultCurrency as string, timezone: timezone as string };
+  return {
+    owner,
+    name: name as string,
+    mode: mode as MerchantMode,
+    plan: plan as MerchantPlan,
+    defaultCurrency: defaultCurrency as string,
+    timezone: timezone as string,
+  };
 }
 
 export function presentMerchant(merchant: Merchant) {
@@ -128,5 +139,9 @@ export function profileChangeOf(data: { object: Record<string, unknown>; previou
   const changedAt = typeof updatedAt === 'string' ? new Date(updatedAt) : undefined;
   if (!changedAt || Number.isNaN(changedAt.getTime())) problems.push('updated_at');
   if (problems.length > 0) throw new Error(`merchants.updated carries an unusable profile (${problems.join(', ')})`);
-  return { profile: { name: name as string, defaultCurrency: defaultCurrency as string, timezone: timezone as string }, version: version as number, updatedAt: changedAt! };
+  return {
+    profile: { name: name as string, defaultCurrency: defaultCurrency as string, timezone: timezone as string },
+    version: version as number,
+    updatedAt: changedAt!,
+  };
 }

@@ -41,8 +41,10 @@ export function validateOwner(value: unknown, errors: FieldError[]): OwnerInput 
   }
   if (password !== undefined) {
     if (typeof password !== 'string') errors.push({ field: 'owner.password', code: 'invalid_type', message: 'owner.password must be a string' });
-    else if ([...password].length < MIN_PASSWORD_LENGTH) errors.push({ field: 'owner.password', code: 'too_short', message: `owner.password must be at least ${MIN_PASSWORD_LENGTH} characters` });
-    else if (password.length > MAX_PASSWORD_LENGTH) errors.push({ field: 'owner.password', code: 'too_long', message: `owner.password must be at most ${MAX_PASSWORD_LENGTH} characters` });
+    else if ([...password].length < MIN_PASSWORD_LENGTH)
+      errors.push({ field: 'owner.password', code: 'too_short', message: `owner.password must be at least ${MIN_PASSWORD_LENGTH} characters` });
+    else if (password.length > MAX_PASSWORD_LENGTH)
+      errors.push({ field: 'owner.password', code: 'too_long', message: `owner.password must be at most ${MAX_PASSWORD_LENGTH} characters` });
   }
   if (errors.length > before) return undefined;
   return { email: (email as string).trim(), ...(typeof password === 'string' ? { password } : {}) };

@@ -77,7 +77,11 @@ export function interactionRoutes(deps: InteractionDeps): Router {
   const throttle = deps.signInThrottle ?? DEFAULT_SIGN_IN_THROTTLE;
   const hashing = deps.hashing ?? createHashingGate(2, 16);
   const now = deps.now ?? (() => new Date());
-  const urls = (uid: string) => ({ login: `${base}/interaction/${uid}/login`, confirm: `${base}/interaction/${uid}/confirm`, abort: `${base}/interaction/${uid}/abort` });
+  const urls = (uid: string) => ({
+    login: `${base}/interaction/${uid}/login`,
+    confirm: `${base}/interaction/${uid}/confirm`,
+    abort: `${base}/interaction/${uid}/abort`,
+  });
 
   /** The interaction this browser is in, if it is the one in the URL; otherwise an explanatory page. */
   async function interactionOf(ctx: Koa.Context): Promise<InteractionDetails | undefined> {
@@ -104,15 +108,19 @@ export function interactionRoutes(deps: InteractionDeps): Router {
     const merchant = user ? await findMerchant(deps.db, trustedMerchantId(user.merchantId)) : undefined;
     if (!app || !user || !merchant) return renderPage(ctx, 400, messagePage('This request cannot continue', 'Go back to the app and start again.'));
     const u = urls(details.uid);
-    renderPage(ctx, 200, consentPage({
-      appName: name,
-      merchantName: merchant.name,
-      email: user.email,
-      scopes: requestedScopes(details, deps.audience, app.scopes),
-      confirmAction: u.confirm,
-      abortAction: u.abort,
-      csrf: csrf.issue(ctx, details.uid),
-    }));
+    renderPage(
+      ctx,
+      200,
+      consentPage({
+        appName: name,
+        merchantName: merchant.name,
+        email: user.email,
+        scopes: requestedScopes(details, deps.audience, app.scopes),
+        confirmAction: u.confirm,
+        abortAction: u.abort,
+        csrf: csrf.issue(ctx, details.uid),
+      }),
+    );
   }
 
   const finish = async (ctx: Koa.Context, result: Record<string, unknown>, mergeWithLastSubmission: boolean) => {
@@ -185,7 +193,8 @@ export function interactionRoutes(deps: InteractionDeps): Router {
     if (!csrf.verify(ctx, details.uid, form.get('csrf'))) return csrfRejected(ctx);
     const accountId = details.session?.accountId;
     const { app } = await appNameOf(details);
-    if (details.prompt.name !== 'consent' || !accountId || !app) return renderPage(ctx, 400, messagePage('This request cannot continue', 'Go back to the app and start again.'));
+    if (details.prompt.name !== 'consent' || !accountId || !app)
+      return renderPage(ctx, 400, messagePage('This request cannot continue', 'Go back to the app and start again.'));
     const { Grant } = deps.slot.provider;
     const existing = details.grantId ? await Grant.find(details.grantId) : undefined;
     const grant = existing ?? new Grant({ accountId, clientId: app.clientId });

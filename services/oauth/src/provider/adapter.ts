@@ -98,10 +98,7 @@ class PostgresAdapter implements Adapter {
   }
 
   async consume(id: string): Promise<void> {
-    await this.db.query(`UPDATE ${this.#table} SET consumed_at = now() WHERE model = $1 AND id = $2 AND consumed_at IS NULL`, [
-      this.model,
-      id,
-    ]);
+    await this.db.query(`UPDATE ${this.#table} SET consumed_at = now() WHERE model = $1 AND id = $2 AND consumed_at IS NULL`, [this.model, id]);
   }
 
   async destroy(id: string): Promise<void> {

@@ -271,7 +271,12 @@ export function createProvider(options: CreateProviderOptions): Provider {
       return { accountId: sub, merchantId: account.merchantId, claims: async () => ({ sub }) };
     },
     loadExistingGrant: async (ctx: KoaContextWithOIDC) => {
-      const oidc = ctx.oidc as unknown as { result?: { consent?: { grantId?: string } }; session?: { accountId?: string }; client: ClientInstance; provider: Provider };
+      const oidc = ctx.oidc as unknown as {
+        result?: { consent?: { grantId?: string } };
+        session?: { accountId?: string };
+        client: ClientInstance;
+        provider: Provider;
+      };
       const accountId = oidc.session?.accountId;
       if (accountId && firstPartyIds.has(oidc.client.clientId)) {
         const account = await findAccount(accountId);
@@ -283,7 +288,8 @@ export function createProvider(options: CreateProviderOptions): Provider {
       return grant && grant.accountId === accountId && grant.clientId === oidc.client.clientId ? grant : undefined;
     },
     // Apps act for the merchant while nobody is signed in: their refresh tokens do not die with the browser session.
-    issueRefreshToken: async (_ctx: unknown, client: ClientInstance) => (client as unknown as { grantTypeAllowed(type: string): boolean }).grantTypeAllowed('refresh_token'),
+    issueRefreshToken: async (_ctx: unknown, client: ClientInstance) =>
+      (client as unknown as { grantTypeAllowed(type: string): boolean }).grantTypeAllowed('refresh_token'),
     expiresWithSession: async () => false,
     // Every use rotates: a refresh token presented twice was stolen or replayed, and oidc-provider then revokes the grant.
     rotateRefreshToken: true,

@@ -107,4 +107,3 @@ export function mountProvider(app: Koa, source: Provider | ProviderSlot): void {
     await next();
   });
 }
-

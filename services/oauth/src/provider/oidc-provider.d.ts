@@ -107,7 +107,12 @@ declare module 'oidc-provider' {
     readonly Grant: GrantClass;
     interactionDetails(req: IncomingMessage, res: ServerResponse): Promise<InteractionDetails>;
     /** Stores the interaction's result and returns the URL that resumes the authorization request. */
-    interactionResult(req: IncomingMessage, res: ServerResponse, result: Record<string, unknown>, options?: { mergeWithLastSubmission?: boolean }): Promise<string>;
+    interactionResult(
+      req: IncomingMessage,
+      res: ServerResponse,
+      result: Record<string, unknown>,
+      options?: { mergeWithLastSubmission?: boolean },
+    ): Promise<string>;
     registerGrantType(
       name: string,
       handler: GrantHandler,

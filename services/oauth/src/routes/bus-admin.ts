@@ -34,13 +34,19 @@ function parseLimit(value: unknown, errors: FieldError[]): number {
 function parseReplay(body: unknown): { queue: string; eventIds?: string[] } {
   const errors: FieldError[] = [];
   const input = (body ?? {}) as Record<string, unknown>;
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new ValidationFailed([{ field: 'body', code: 'invalid_type', message: 'the body must be a JSON object' }]);
-  for (const key of Object.keys(input)) if (key !== 'queue' && key !== 'event_ids') errors.push({ field: key, code: 'unknown_field', message: `${key} is not a field of a replay` });
+  if (typeof body !== 'object' || body === null || Array.isArray(body))
+    throw new ValidationFailed([{ field: 'body', code: 'invalid_type', message: 'the body must be a JSON object' }]);
+  for (const key of Object.keys(input))
+    if (key !== 'queue' && key !== 'event_ids') errors.push({ field: key, code: 'unknown_field', message: `${key} is not a field of a replay` });
   const queue = queueOf(input.queue, 'queue', errors);
   const ids = input.event_ids;
   const validIds =
     ids === undefined ||
-    (Array.isArray(ids) && ids.length >= 1 && ids.length <= MAX_EVENT_IDS && new Set(ids).size === ids.length && ids.every((id) => typeof id === 'string' && id.length >= 1 && id.length <= 255));
+    (Array.isArray(ids) &&
+      ids.length >= 1 &&
+      ids.length <= MAX_EVENT_IDS &&
+      new Set(ids).size === ids.length &&
+      ids.every((id) => typeof id === 'string' && id.length >= 1 && id.length <= 255));
   if (!validIds) errors.push({ field: 'event_ids', code: 'invalid_value', message: `event_ids must be 1-${MAX_EVENT_IDS} distinct event ids` });
   if (errors.length > 0) throw new ValidationFailed(errors);
   return { queue: queue!, ...(ids !== undefined ? { eventIds: ids as string[] } : {}) };

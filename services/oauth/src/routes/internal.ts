@@ -1,5 +1,15 @@
 import Router from '@koa/router';
-import { isId, NotFound, parseTimeFilter, requireServiceCredential, trustedMerchantId, ValidationFailed, type FieldError, type MerchantId, type RevocationSnapshot } from '@merx/kit';
+import {
+  isId,
+  NotFound,
+  parseTimeFilter,
+  requireServiceCredential,
+  trustedMerchantId,
+  ValidationFailed,
+  type FieldError,
+  type MerchantId,
+  type RevocationSnapshot,
+} from '@merx/kit';
 import { presentMerchant, type Merchant } from '../domain/merchant.js';
 import type { ThrottleOverrideSnapshot } from '../domain/throttle-override.js';
 

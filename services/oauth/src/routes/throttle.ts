@@ -1,6 +1,12 @@
 import Router from '@koa/router';
 import { buildEvent, NotFound, requestBody, type Db, type Outbox, type Queryable } from '@merx/kit';
-import { presentThrottleOverride, validateThrottleOverrides, type ThrottleOverrideRecord, type ThrottleOverrides, type ThrottleOverrideSnapshot } from '../domain/throttle-override.js';
+import {
+  presentThrottleOverride,
+  validateThrottleOverrides,
+  type ThrottleOverrideRecord,
+  type ThrottleOverrides,
+  type ThrottleOverrideSnapshot,
+} from '../domain/throttle-override.js';
 import { OAUTH_SCHEMA } from '../store/migrations.js';
 import { requireOperator } from './admin.js';
 

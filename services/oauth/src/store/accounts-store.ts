@@ -20,7 +20,8 @@ interface MerchantRow {
 }
 
 /** The merchant's columns; `version` is left out: it is derived from the two halves' versions. */
-const MERCHANT_COLUMNS = 'id, name, mode, plan, default_currency, timezone, status, standing_version, standing_updated_at, profile_version, created_at, updated_at';
+const MERCHANT_COLUMNS =
+  'id, name, mode, plan, default_currency, timezone, status, standing_version, standing_updated_at, profile_version, created_at, updated_at';
 
 const toMerchant = (row: MerchantRow): Merchant => ({
   id: row.id,
@@ -39,7 +40,10 @@ const toMerchant = (row: MerchantRow): Merchant => ({
 });
 
 /** A new merchant: both halves at version 1, as the operator provisioned them. */
-export async function insertMerchant(tx: Queryable, merchant: Pick<Merchant, 'id' | 'name' | 'mode' | 'plan' | 'defaultCurrency' | 'timezone' | 'status' | 'createdAt'>): Promise<Merchant> {
+export async function insertMerchant(
+  tx: Queryable,
+  merchant: Pick<Merchant, 'id' | 'name' | 'mode' | 'plan' | 'defaultCurrency' | 'timezone' | 'status' | 'createdAt'>,
+): Promise<Merchant> {
   const { rows } = await tx.query<MerchantRow>(
     `INSERT INTO ${OAUTH_SCHEMA}.merchants (id, name, mode, plan, default_currency, timezone, status, version, standing_version, standing_updated_at, profile_version, created_at, updated_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, 1, 1, $8, 1, $8, $8) RETURNING ${MERCHANT_COLUMNS}`,
@@ -64,7 +68,14 @@ export async function insertApiKeyForMerchant(tx: Queryable, merchantId: Merchan
 
 /** The token endpoint's lookup: the key and its merchant's standing, in one query. */
 export async function findApiKeyClientByClientId(db: Queryable, clientId: string): Promise<ApiKeyClient | undefined> {
-  const { rows } = await db.query<{ client_id: string; secret_hash: string; merchant_id: string; scopes: string[]; revoked_at: Date | null; merchant_status: 'active' | 'suspended' }>(
+  const { rows } = await db.query<{
+    client_id: string;
+    secret_hash: string;
+    merchant_id: string;
+    scopes: string[];
+    revoked_at: Date | null;
+    merchant_status: 'active' | 'suspended';
+  }>(
     `SELECT k.client_id, k.secret_hash, k.merchant_id, k.scopes, k.revoked_at, m.status AS merchant_status
        FROM ${OAUTH_SCHEMA}.api_keys k JOIN ${OAUTH_SCHEMA}.merchants m ON m.id = k.merchant_id
       WHERE k.client_id = $1`,
@@ -100,7 +111,12 @@ export async function findMerchantForUpdate(tx: Queryable, merchantId: MerchantI
  * The operator's change of the standing, which oauth alone owns: the standing's version moves on
  * by one. (`version` is kept equal to what the merchant shows, for readers of the table.)
  */
-export async function updateMerchantStanding(tx: Queryable, merchantId: MerchantId, changes: { status?: Merchant['status']; plan?: Merchant['plan'] }, now: Date): Promise<Merchant> {
+export async function updateMerchantStanding(
+  tx: Queryable,
+  merchantId: MerchantId,
+  changes: { status?: Merchant['status']; plan?: Merchant['plan'] },
+  now: Date,
+): Promise<Merchant> {
   const { rows } = await tx.query<MerchantRow>(
     `UPDATE ${OAUTH_SCHEMA}.merchants
         SET status = COALESCE($2, status), plan = COALESCE($3, plan), standing_version = standing_version + 1, standing_updated_at = $4,

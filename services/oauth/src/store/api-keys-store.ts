@@ -28,13 +28,25 @@ const toApiKey = (row: ApiKeyRow): ApiKeyRecord => ({
   revokedAt: row.revoked_at,
 });
 
-export async function findApiKeyForMerchant(db: Queryable, merchantId: MerchantId, id: string, options: { forUpdate?: boolean } = {}): Promise<ApiKeyRecord | undefined> {
-  const { rows } = await db.query<ApiKeyRow>(`SELECT * FROM ${TABLE} WHERE merchant_id = $1 AND id = $2${options.forUpdate ? ' FOR UPDATE' : ''}`, [merchantId, id]);
+export async function findApiKeyForMerchant(
+  db: Queryable,
+  merchantId: MerchantId,
+  id: string,
+  options: { forUpdate?: boolean } = {},
+): Promise<ApiKeyRecord | undefined> {
+  const { rows } = await db.query<ApiKeyRow>(`SELECT * FROM ${TABLE} WHERE merchant_id = $1 AND id = $2${options.forUpdate ? ' FOR UPDATE' : ''}`, [
+    merchantId,
+    id,
+  ]);
   return rows[0] ? toApiKey(rows[0]) : undefined;
 }
 
 /** Newest first (ids sort by time); fetches limit + 1 to know whether more exist. */
-export async function listApiKeysForMerchant(db: Queryable, merchantId: MerchantId, page: { limit: number; after?: string | undefined }): Promise<ApiKeyRecord[]> {
+export async function listApiKeysForMerchant(
+  db: Queryable,
+  merchantId: MerchantId,
+  page: { limit: number; after?: string | undefined },
+): Promise<ApiKeyRecord[]> {
   const params: unknown[] = [merchantId];
   let condition = 'merchant_id = $1';
   if (page.after) {

@@ -90,7 +90,11 @@ export async function findInstallationForMerchantAndClient(db: Queryable, mercha
 }
 
 /** Ordered by app id, newest app first (ids are time-sortable); `after` is the last app id of the previous page. */
-export async function listInstallationsForMerchant(db: Queryable, merchantId: MerchantId, page: { limit: number; after: string | undefined }): Promise<AppInstallation[]> {
+export async function listInstallationsForMerchant(
+  db: Queryable,
+  merchantId: MerchantId,
+  page: { limit: number; after: string | undefined },
+): Promise<AppInstallation[]> {
   const params: unknown[] = [merchantId, page.limit + 1];
   if (page.after) params.push(page.after);
   const { rows } = await db.query<InstallationRow>(

@@ -23,7 +23,9 @@ export async function findLoginFailures(db: Queryable, keys: string[]): Promise<
 /** Call inside a transaction: the row is locked from read to write, so concurrent failures all count. */
 export async function recordLoginFailure(db: Queryable, key: string, now: Date, policy: LoginThrottlePolicy): Promise<LoginFailures> {
   await db.query(`INSERT INTO ${OAUTH_SCHEMA}.login_failures (key, failures, last_failure_at) VALUES ($1, 0, $2) ON CONFLICT (key) DO NOTHING`, [key, now]);
-  const { rows } = await db.query<Row>(`SELECT key, failures, last_failure_at, locked_until FROM ${OAUTH_SCHEMA}.login_failures WHERE key = $1 FOR UPDATE`, [key]);
+  const { rows } = await db.query<Row>(`SELECT key, failures, last_failure_at, locked_until FROM ${OAUTH_SCHEMA}.login_failures WHERE key = $1 FOR UPDATE`, [
+    key,
+  ]);
   const next = afterFailure(rows[0] ? recordOf(rows[0]) : undefined, now, policy);
   await db.query(`UPDATE ${OAUTH_SCHEMA}.login_failures SET failures = $2, last_failure_at = $3, locked_until = $4 WHERE key = $1`, [
     key,

@@ -1,4 +1,11 @@
-import { idempotencyByCredentialMigration, idempotencyMigration, inboxMigration, outboxMigration, outboxTraceContextMigration, type Migration } from '@merx/kit';
+import {
+  idempotencyByCredentialMigration,
+  idempotencyMigration,
+  inboxMigration,
+  outboxMigration,
+  outboxTraceContextMigration,
+  type Migration,
+} from '@merx/kit';
 import { oidcMigrationSql } from '../provider/adapter.js';
 
 export const OAUTH_SCHEMA = 'oauth';

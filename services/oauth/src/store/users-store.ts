@@ -10,7 +10,13 @@ interface UserRow {
   created_at: Date;
 }
 
-const toUser = (row: UserRow): User => ({ id: row.id, merchantId: row.merchant_id, email: row.email, passwordHash: row.password_hash, createdAt: new Date(row.created_at) });
+const toUser = (row: UserRow): User => ({
+  id: row.id,
+  merchantId: row.merchant_id,
+  email: row.email,
+  passwordHash: row.password_hash,
+  createdAt: new Date(row.created_at),
+});
 
 const isUniqueViolation = (error: unknown) => (error as { code?: string } | null)?.code === '23505';
 

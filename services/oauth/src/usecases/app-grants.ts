@@ -7,7 +7,11 @@ import { parsePageRequest, toListPage } from '@merx/kit';
 export async function listInstalledApps(db: Queryable, merchantId: MerchantId, query: Record<string, unknown>) {
   const page = parsePageRequest(query);
   const rows = await listInstallationsForMerchant(db, merchantId, page);
-  return toListPage(rows.map((row) => ({ ...row, id: row.appId })), page.limit, presentInstallation);
+  return toListPage(
+    rows.map((row) => ({ ...row, id: row.appId })),
+    page.limit,
+    presentInstallation,
+  );
 }
 
 function revokedEvent(installation: AppInstallation, now: Date) {

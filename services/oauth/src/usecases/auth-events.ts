@@ -39,7 +39,11 @@ export function authEvents(deps: { db: Db; outbox: () => Outbox | undefined; log
     tokenIssued(grantType: string, accessToken: unknown): Promise<void> {
       const claims = claimsOf(accessToken);
       if (!claims?.merchant_id || !claims.client_id) return Promise.resolve();
-      const actor: Actor = claims.sub?.startsWith('usr_') ? { type: 'user', id: claims.sub } : claims.client_id.startsWith('mx_') ? { type: 'api_key', id: claims.client_id } : { type: 'app', id: claims.client_id };
+      const actor: Actor = claims.sub?.startsWith('usr_')
+        ? { type: 'user', id: claims.sub }
+        : claims.client_id.startsWith('mx_')
+          ? { type: 'api_key', id: claims.client_id }
+          : { type: 'app', id: claims.client_id };
       return safely(
         'a token issuance',
         record(claims.merchant_id, actor, 'auth.token_issued', {
@@ -58,7 +62,12 @@ export function authEvents(deps: { db: Db; outbox: () => Outbox | undefined; log
         'a refused client',
         findApiKeyClientByClientId(deps.db, clientId).then(async (key) => {
           if (!key) return;
-          await record(key.merchantId, { type: 'api_key', id: clientId }, 'auth.denied', { id: clientId, object: 'auth_attempt', reason: 'invalid_client', client_id: clientId });
+          await record(key.merchantId, { type: 'api_key', id: clientId }, 'auth.denied', {
+            id: clientId,
+            object: 'auth_attempt',
+            reason: 'invalid_client',
+            client_id: clientId,
+          });
         }),
       );
     },
@@ -68,7 +77,12 @@ export function authEvents(deps: { db: Db; outbox: () => Outbox | undefined; log
         'a refused login',
         (email ? findUserByEmail(deps.db, email) : Promise.resolve(undefined)).then(async (user) => {
           if (!user) return;
-          await record(user.merchantId, { type: 'user', id: user.id }, 'auth.denied', { id: user.id, object: 'auth_attempt', reason: 'wrong_password', client_id: clientId ?? null });
+          await record(user.merchantId, { type: 'user', id: user.id }, 'auth.denied', {
+            id: user.id,
+            object: 'auth_attempt',
+            reason: 'wrong_password',
+            client_id: clientId ?? null,
+          });
         }),
       );
     },

@@ -8,9 +8,12 @@ function validateStanding(input: unknown): { status?: Merchant['status']; plan?:
   }
   const body = input as Record<string, unknown>;
   const errors: FieldError[] = [];
-  for (const key of Object.keys(body)) if (key !== 'status' && key !== 'plan') errors.push({ field: fieldPath('', key), code: 'unknown_field', message: `${key} cannot be changed here` });
-  if (body.status !== undefined && body.status !== 'active' && body.status !== 'suspended') errors.push({ field: 'status', code: 'invalid_value', message: 'status must be active or suspended' });
-  if (body.plan !== undefined && !(MERCHANT_PLANS as readonly unknown[]).includes(body.plan)) errors.push({ field: 'plan', code: 'invalid_value', message: 'plan must be sandbox, standard or scale' });
+  for (const key of Object.keys(body))
+    if (key !== 'status' && key !== 'plan') errors.push({ field: fieldPath('', key), code: 'unknown_field', message: `${key} cannot be changed here` });
+  if (body.status !== undefined && body.status !== 'active' && body.status !== 'suspended')
+    errors.push({ field: 'status', code: 'invalid_value', message: 'status must be active or suspended' });
+  if (body.plan !== undefined && !(MERCHANT_PLANS as readonly unknown[]).includes(body.plan))
+    errors.push({ field: 'plan', code: 'invalid_value', message: 'plan must be sandbox, standard or scale' });
   if (Object.keys(body).length === 0) errors.push({ field: '(body)', code: 'required', message: 'send status and/or plan' });
   if (errors.length > 0) throw new ValidationFailed(errors);
   return body as { status?: Merchant['status']; plan?: Merchant['plan'] };

@@ -75,15 +75,18 @@ describe('delivery sender', function () {
   it('POSTs the body with its headers and reports a 2xx as ok, with the response excerpt', async () => {
     const receiver = await startReceiver((_request, response) => response.writeHead(200, { 'content-type': 'text/plain' }).end('thanks ✓'));
     const outcome = await sender().send({ url: receiver.url, ...REQUEST });
-    assert.deepEqual({ ...outcome, durationMs: 0 }, {
-      ok: true,
-      statusCode: 200,
-      durationMs: 0,
-      error: null,
-      errorMessage: null,
-      responseExcerpt: 'thanks ✓',
-      retryAfterMs: null,
-    });
+    assert.deepEqual(
+      { ...outcome, durationMs: 0 },
+      {
+        ok: true,
+        statusCode: 200,
+        durationMs: 0,
+        error: null,
+        errorMessage: null,
+        responseExcerpt: 'thanks ✓',
+        retryAfterMs: null,
+      },
+    );
     assert.ok(Number.isInteger(outcome.durationMs) && outcome.durationMs >= 0);
     const [received] = receiver.requests;
     assert.equal(received?.method, 'POST');
@@ -292,7 +295,10 @@ describe('delivery sender', function () {
     it('keeps messages to one short line', () => {
       const long = classifyFailure(failure('ECONNRESET', `${'x'.repeat(500)}\n    at somewhere (file.js:1:1)`), context).message;
       assert.ok(long.length <= 200 && !long.includes('\n'), long);
-      assert.equal(classifyFailure(new AggregateError([failure('ECONNREFUSED', 'connect ECONNREFUSED 1.2.3.4:443')], ''), context).message, 'connect ECONNREFUSED 1.2.3.4:443');
+      assert.equal(
+        classifyFailure(new AggregateError([failure('ECONNREFUSED', 'connect ECONNREFUSED 1.2.3.4:443')], ''), context).message,
+        'connect ECONNREFUSED 1.2.3.4:443',
+      );
       assert.equal(classifyFailure(failure('UND_ERR_CONNECT_TIMEOUT'), context).message, 'could not connect within 5000 ms');
     });
   });
@@ -313,6 +319,9 @@ describe('delivery sender', function () {
 });
 
 function errorLabel(error: Error): string {
-  const code = (error as { code?: string }).code ?? ((error as { errors?: Array<{ code?: string }> }).errors?.[0]?.code) ?? ((error.cause as { code?: string } | undefined)?.code);
+  const code =
+    (error as { code?: string }).code ??
+    (error as { errors?: Array<{ code?: string }> }).errors?.[0]?.code ??
+    (error.cause as { code?: string } | undefined)?.code;
   return code ?? error.message;
 }

@@ -36,7 +36,15 @@ describe('delivery signing', () => {
   });
 
   it('picks the six published fields in order and drops the rest', () => {
-    const event = { context: { request_id: 'req_1' }, data: PAYLOAD.data, api_version: 'v1', created_at: PAYLOAD.created_at, merchant_id: PAYLOAD.merchant_id, topic: PAYLOAD.topic, id: PAYLOAD.id };
+    const event = {
+      context: { request_id: 'req_1' },
+      data: PAYLOAD.data,
+      api_version: 'v1',
+      created_at: PAYLOAD.created_at,
+      merchant_id: PAYLOAD.merchant_id,
+      topic: PAYLOAD.topic,
+      id: PAYLOAD.id,
+    };
     const payload = toWebhookPayload(event);
     assert.deepEqual(Object.keys(payload), ['id', 'topic', 'merchant_id', 'created_at', 'api_version', 'data']);
     assert.equal('context' in payload, false);
@@ -82,7 +90,10 @@ describe('delivery signing', () => {
     const { body, headers } = signedRequest([newest, previous]);
     const signatures = headers['webhook-signature'].split(' ');
     assert.equal(signatures.length, 2);
-    assert.equal(signatures[0], signatureHeaders({ messageId: PAYLOAD.id, timestampSeconds: Number(headers['webhook-timestamp']), body, secrets: [newest] })['webhook-signature']);
+    assert.equal(
+      signatures[0],
+      signatureHeaders({ messageId: PAYLOAD.id, timestampSeconds: Number(headers['webhook-timestamp']), body, secrets: [newest] })['webhook-signature'],
+    );
     new Webhook(newest).verify(body, headers);
     new Webhook(previous).verify(body, headers);
     assert.throws(() => new Webhook(generateWebhookSecret()).verify(body, headers), /No matching signature/);

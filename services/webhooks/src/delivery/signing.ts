@@ -27,7 +27,9 @@ export function secretKey(secret: string): Buffer {
 
 /** Hex HMAC-SHA256 of the payload's canonical JSON: independent of key order and whitespace. */
 export function bodyHmac(payload: WebhookPayload, secret: string): string {
-  return createHmac('sha256', secretKey(secret)).update(canonicalJson(toWebhookPayload(payload))).digest('hex');
+  return createHmac('sha256', secretKey(secret))
+    .update(canonicalJson(toWebhookPayload(payload)))
+    .digest('hex');
 }
 
 /** The request body: the payload's fields in order, then `hmac_sha256`. */

@@ -65,7 +65,14 @@ export interface Attempt {
  * Only the six envelope fields travel to subscribers, in the documented order; `context` (actor,
  * ip) stays inside Merx. Picking them, rather than spreading the event, keeps it that way.
  */
-export function toWebhookPayload(event: { id: string; topic: string; merchant_id: string; created_at: string; api_version: string; data: unknown }): WebhookPayload {
+export function toWebhookPayload(event: {
+  id: string;
+  topic: string;
+  merchant_id: string;
+  created_at: string;
+  api_version: string;
+  data: unknown;
+}): WebhookPayload {
   return {
     id: event.id,
     topic: event.topic,

@@ -17,7 +17,8 @@ const sync = (overrides: Partial<DestinationSync> = {}): DestinationSync => ({
   ...overrides,
 });
 
-const held = (overrides: Partial<DestinationSync> = {}): DestinationEndpoint => destinationAfterSync(undefined, undefined, sync(overrides), MERCHANT, HOUR, t0)!;
+const held = (overrides: Partial<DestinationSync> = {}): DestinationEndpoint =>
+  destinationAfterSync(undefined, undefined, sync(overrides), MERCHANT, HOUR, t0)!;
 
 describe('destination endpoints from syncs', () => {
   it('creates an endpoint from its first sync, sendable only while active', () => {
@@ -37,7 +38,7 @@ describe('destination endpoints from syncs', () => {
     assert.equal(destinationAfterSync(current, undefined, sync({ version: 2 }), MERCHANT, HOUR, t1), undefined);
   });
 
-  it('never brings back a destination with a sync its removal\'s tombstone is not older than', () => {
+  it("never brings back a destination with a sync its removal's tombstone is not older than", () => {
     assert.equal(destinationAfterSync(undefined, 3, sync({ version: 2 }), MERCHANT, HOUR, t1), undefined);
     assert.equal(destinationAfterSync(undefined, 3, sync({ version: 3 }), MERCHANT, HOUR, t1), undefined);
     assert.equal(destinationAfterSync(undefined, 3, sync({ version: 4 }), MERCHANT, HOUR, t1)?.version, 4, 'versions only grow: a newer one is a later life');
@@ -49,7 +50,7 @@ describe('destination endpoints from syncs', () => {
     assert.equal(removalApplies(undefined, { id: 'dst_1', object: 'destination_endpoint', version: 3 }), false);
   });
 
-  it('restarts the failure clock when active again, and keeps the engine\'s reason while off', () => {
+  it("restarts the failure clock when active again, and keeps the engine's reason while off", () => {
     const goneByEngine: DestinationEndpoint = { ...held(), status: 'disabled', disabledReason: 'endpoint_gone' };
     const recorded = destinationAfterSync(goneByEngine, undefined, sync({ status: 'disabled', version: 2 }), MERCHANT, HOUR, t1)!;
     assert.deepEqual([recorded.status, recorded.disabledReason], ['disabled', 'endpoint_gone']);
@@ -62,7 +63,10 @@ describe('destination endpoints from syncs', () => {
 
   it('keeps a replaced secret signing for the overlap, as a subscription rotation does', () => {
     const rotated = destinationAfterSync(held(), undefined, sync({ secret: 'whsec_BBBB', version: 2, kind: 'http' }), MERCHANT, HOUR, t1)!;
-    assert.deepEqual([rotated.secret, rotated.previousSecret, rotated.previousSecretExpiresAt, rotated.secretRotatedAt, rotated.format], ['whsec_BBBB', 'whsec_AAAA', new Date(t1.getTime() + HOUR), t1, 'http']);
+    assert.deepEqual(
+      [rotated.secret, rotated.previousSecret, rotated.previousSecretExpiresAt, rotated.secretRotatedAt, rotated.format],
+      ['whsec_BBBB', 'whsec_AAAA', new Date(t1.getTime() + HOUR), t1, 'http'],
+    );
     const unchanged = destinationAfterSync(rotated, undefined, sync({ secret: 'whsec_BBBB', version: 3 }), MERCHANT, HOUR, t1)!;
     assert.deepEqual([unchanged.previousSecret, unchanged.secretRotatedAt], ['whsec_AAAA', t1], 'the same secret again is no rotation');
   });

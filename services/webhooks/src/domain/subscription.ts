@@ -44,19 +44,29 @@ export function subscribesTo(topics: readonly string[], eventName: string): bool
  * runs. A body that is not an object stops here; the caller collects the rest with the use case's
  * own checks (whether the URL is reachable without touching private networks needs DNS).
  */
-function structureOf(schemaName: 'WebhookSubscriptionCreate' | 'WebhookSubscriptionUpdate', input: unknown): { body: Record<string, unknown>; errors: FieldError[] } {
+function structureOf(
+  schemaName: 'WebhookSubscriptionCreate' | 'WebhookSubscriptionUpdate',
+  input: unknown,
+): { body: Record<string, unknown>; errors: FieldError[] } {
   const errors = schemaErrors(schemaName, input);
   if (errors.some((error) => error.field === '(body)')) throw new ValidationFailed(errors);
   return { body: input as Record<string, unknown>, errors };
 }
 
 /** Duplicates are harmless; keep the first of each, in the order given. */
-const distinctTopics = (topics: unknown): string[] => [...new Set(Array.isArray(topics) ? topics.filter((topic): topic is string => typeof topic === 'string') : [])];
+const distinctTopics = (topics: unknown): string[] => [
+  ...new Set(Array.isArray(topics) ? topics.filter((topic): topic is string => typeof topic === 'string') : []),
+];
 
 export function validateNewSubscription(input: unknown): { input: SubscriptionInput; errors: FieldError[] } {
   const { body, errors } = structureOf('WebhookSubscriptionCreate', input);
   return {
-    input: { url: body.url as string, topics: distinctTopics(body.topics), description: (body.description as string | null | undefined) ?? null, status: (body.status as SubscriptionStatus | undefined) ?? 'enabled' },
+    input: {
+      url: body.url as string,
+      topics: distinctTopics(body.topics),
+      description: (body.description as string | null | undefined) ?? null,
+      status: (body.status as SubscriptionStatus | undefined) ?? 'enabled',
+    },
     errors,
   };
 }

@@ -118,7 +118,11 @@ export class DeliveryWorker {
             claimDueDeliveries(
               tx,
               this.id,
-              { budget: Math.min(free, MAX_CLAIM), maxInFlightPerEndpoint: this.options.maxInFlightPerEndpoint, answeredAwaitingRecord: this.answeredAwaitingRecord },
+              {
+                budget: Math.min(free, MAX_CLAIM),
+                maxInFlightPerEndpoint: this.options.maxInFlightPerEndpoint,
+                answeredAwaitingRecord: this.answeredAwaitingRecord,
+              },
               this.now(),
             ),
           ));
@@ -142,7 +146,12 @@ export class DeliveryWorker {
     this.inFlight += 1;
     webhookInFlight.inc();
     const send = this.send(delivery)
-      .catch((error) => this.options.logger.error({ err: error, delivery_id: delivery.id }, 'webhook attempt could not be recorded; its claim is released when this worker stops'))
+      .catch((error) =>
+        this.options.logger.error(
+          { err: error, delivery_id: delivery.id },
+          'webhook attempt could not be recorded; its claim is released when this worker stops',
+        ),
+      )
       .finally(() => {
         this.inFlight -= 1;
         webhookInFlight.dec();
@@ -180,7 +189,10 @@ export class DeliveryWorker {
   private async recordOutcome(delivery: ClaimedDelivery, result: SendResult, startedAt: Date, finishedAt: Date): Promise<void> {
     const decision = decideAfterAttempt(delivery, result, startedAt, finishedAt, this.options.retryPolicy);
     webhookAttemptDuration.observe(result.durationMs / 1000);
-    webhookAttempts.inc({ outcome: decision.status === 'succeeded' ? 'succeeded' : decision.status === 'dead' ? 'dead' : 'failed', error: result.error ?? 'none' });
+    webhookAttempts.inc({
+      outcome: decision.status === 'succeeded' ? 'succeeded' : decision.status === 'dead' ? 'dead' : 'failed',
+      error: result.error ?? 'none',
+    });
     const attempt: FinishedAttempt = {
       merchantId: delivery.merchantId,
       deliveryId: delivery.id,

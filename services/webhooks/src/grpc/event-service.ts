@@ -1,7 +1,16 @@
 import { create } from '@bufbuild/protobuf';
 import { timestampDate, timestampFromDate } from '@bufbuild/protobuf/wkt';
 import { EventService, StreamEventsResponseSchema, type StreamEventsRequest, type StreamEventsResponse } from '@merx/contracts/grpc';
-import { assertDecoded, authenticateGrpcCall, endStreamWithError, grpcServiceDefinitionOf, writeWithBackpressure, type grpc, type Logger, type TokenVerifier } from '@merx/kit';
+import {
+  assertDecoded,
+  authenticateGrpcCall,
+  endStreamWithError,
+  grpcServiceDefinitionOf,
+  writeWithBackpressure,
+  type grpc,
+  type Logger,
+  type TokenVerifier,
+} from '@merx/kit';
 import type { EventCursor, FollowEvents } from '../usecases/event-stream.js';
 import type { StoredEvent } from '../domain/delivery.js';
 

@@ -103,11 +103,19 @@ export async function insertDeliveries(tx: Queryable, deliveries: NewDelivery[],
     ],
   );
   const due = inserted.filter((d) => d.status === 'pending');
-  await markEndpointsDue(tx, due.map((d) => ({ merchantId: d.merchant_id, endpointId: d.endpoint_id, at: now })));
+  await markEndpointsDue(
+    tx,
+    due.map((d) => ({ merchantId: d.merchant_id, endpointId: d.endpoint_id, at: now })),
+  );
   return due.length;
 }
 
-export async function findDeliveryForMerchant(db: Queryable, merchantId: MerchantId, id: string, options: { forUpdate?: boolean } = {}): Promise<Delivery | undefined> {
+export async function findDeliveryForMerchant(
+  db: Queryable,
+  merchantId: MerchantId,
+  id: string,
+  options: { forUpdate?: boolean } = {},
+): Promise<Delivery | undefined> {
   const { rows } = await db.query<DeliveryRow>(
     `SELECT ${DELIVERY_COLUMNS} FROM ${DELIVERIES} WHERE merchant_id = $1 AND id = $2${options.forUpdate ? ' FOR UPDATE' : ''}`,
     [merchantId, id],
@@ -179,7 +187,12 @@ function deliveryConditions(merchantId: MerchantId, filters: DeliveryFilters, pa
 }
 
 /** Newest first, by id (ids sort by creation). */
-export async function listDeliveriesForMerchant(db: Queryable, merchantId: MerchantId, page: { limit: number; after?: string | undefined }, filters: DeliveryFilters): Promise<Delivery[]> {
+export async function listDeliveriesForMerchant(
+  db: Queryable,
+  merchantId: MerchantId,
+  page: { limit: number; after?: string | undefined },
+  filters: DeliveryFilters,
+): Promise<Delivery[]> {
   const params: unknown[] = [];
   const conditions = deliveryConditions(merchantId, filters, params);
   if (page.after) {

@@ -17,7 +17,10 @@ function toDestination(row: DestinationRow): DestinationEndpoint {
 }
 
 export async function findDestinationForMerchant(db: Queryable, merchantId: MerchantId, id: string): Promise<DestinationEndpoint | undefined> {
-  const { rows } = await db.query<DestinationRow>(`SELECT ${DESTINATION_COLUMNS} FROM ${ENDPOINTS} WHERE merchant_id = $1 AND id = $2 AND ${DESTINATION}`, [merchantId, id]);
+  const { rows } = await db.query<DestinationRow>(`SELECT ${DESTINATION_COLUMNS} FROM ${ENDPOINTS} WHERE merchant_id = $1 AND id = $2 AND ${DESTINATION}`, [
+    merchantId,
+    id,
+  ]);
   return rows[0] ? toDestination(rows[0]) : undefined;
 }
 

@@ -69,7 +69,17 @@ export async function findEndpointForMerchant(db: Queryable, merchantId: Merchan
     [merchantId, id],
   );
   const row = rows[0];
-  return row && { merchantId: row.merchant_id, id: row.id, kind: row.kind, url: row.url, status: row.status, disabledReason: row.disabled_reason, enabledAt: row.enabled_at };
+  return (
+    row && {
+      merchantId: row.merchant_id,
+      id: row.id,
+      kind: row.kind,
+      url: row.url,
+      status: row.status,
+      disabledReason: row.disabled_reason,
+      enabledAt: row.enabled_at,
+    }
+  );
 }
 
 /**
@@ -86,7 +96,8 @@ export async function lockEndpointsInKeyOrder(tx: Queryable, keys: EndpointKey[]
   );
 }
 
-const byKey = (a: EndpointKey, b: EndpointKey) => (a.merchantId < b.merchantId ? -1 : a.merchantId > b.merchantId ? 1 : a.endpointId < b.endpointId ? -1 : a.endpointId > b.endpointId ? 1 : 0);
+const byKey = (a: EndpointKey, b: EndpointKey) =>
+  a.merchantId < b.merchantId ? -1 : a.merchantId > b.merchantId ? 1 : a.endpointId < b.endpointId ? -1 : a.endpointId > b.endpointId ? 1 : 0;
 
 /**
  * The locks of a fan-out batch that changes destinations or resets merchants, taken in one step
@@ -99,7 +110,10 @@ const byKey = (a: EndpointKey, b: EndpointKey) => (a.merchantId < b.merchantId ?
  *   endpoint of the merchants it resets.
  * Only fan-out takes these advisory locks, always before its row locks, so they add no cycle.
  */
-export async function lockEndpointsOfBatch(tx: Queryable, batch: { destinations: EndpointKey[]; endpoints: EndpointKey[]; wholeMerchants: string[] }): Promise<void> {
+export async function lockEndpointsOfBatch(
+  tx: Queryable,
+  batch: { destinations: EndpointKey[]; endpoints: EndpointKey[]; wholeMerchants: string[] },
+): Promise<void> {
   const destinations = uniqueKeys(batch.destinations);
   if (destinations.length > 0) {
     // unnest hands the keys over in array order, which is key order.

@@ -13,7 +13,14 @@ interface EventRow {
 }
 
 function toStoredEvent(row: EventRow): StoredEvent {
-  return { id: row.id, merchantId: row.merchant_id, topic: row.topic, createdAt: row.created_at, payload: JSON.parse(row.payload) as WebhookPayload, payloadText: row.payload };
+  return {
+    id: row.id,
+    merchantId: row.merchant_id,
+    topic: row.topic,
+    createdAt: row.created_at,
+    payload: JSON.parse(row.payload) as WebhookPayload,
+    payloadText: row.payload,
+  };
 }
 
 export async function insertEvents(tx: Queryable, events: StoredEvent[]): Promise<void> {
@@ -22,12 +29,21 @@ export async function insertEvents(tx: Queryable, events: StoredEvent[]): Promis
     `INSERT INTO ${TABLE} (merchant_id, id, topic, created_at, payload)
      SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::text[])
      ON CONFLICT DO NOTHING`,
-    [events.map((e) => e.merchantId), events.map((e) => e.id), events.map((e) => e.topic), events.map((e) => e.createdAt.toISOString()), events.map((e) => e.payloadText)],
+    [
+      events.map((e) => e.merchantId),
+      events.map((e) => e.id),
+      events.map((e) => e.topic),
+      events.map((e) => e.createdAt.toISOString()),
+      events.map((e) => e.payloadText),
+    ],
   );
 }
 
 export async function findEventForMerchant(db: Queryable, merchantId: MerchantId, id: string): Promise<StoredEvent | undefined> {
-  const { rows } = await db.query<EventRow>(`SELECT merchant_id, id, topic, created_at, payload FROM ${TABLE} WHERE merchant_id = $1 AND id = $2`, [merchantId, id]);
+  const { rows } = await db.query<EventRow>(`SELECT merchant_id, id, topic, created_at, payload FROM ${TABLE} WHERE merchant_id = $1 AND id = $2`, [
+    merchantId,
+    id,
+  ]);
   return rows[0] ? toStoredEvent(rows[0]) : undefined;
 }
 
@@ -39,7 +55,13 @@ export interface EventFilters {
 }
 
 /** Newest first; only what is younger than the retention, even before the purge has run. */
-export async function listEventsForMerchant(db: Queryable, merchantId: MerchantId, page: { limit: number; after?: string | undefined }, filters: EventFilters, notBefore: Date): Promise<StoredEvent[]> {
+export async function listEventsForMerchant(
+  db: Queryable,
+  merchantId: MerchantId,
+  page: { limit: number; after?: string | undefined },
+  filters: EventFilters,
+  notBefore: Date,
+): Promise<StoredEvent[]> {
   const params: unknown[] = [merchantId, notBefore];
   const conditions = ['merchant_id = $1', 'created_at >= $2'];
   const add = (sql: string, value: unknown) => {

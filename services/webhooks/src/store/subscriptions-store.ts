@@ -19,17 +19,39 @@ export function toSubscription(row: SubscriptionRow): Subscription {
   return { ...commonEndpointFields(row), status: row.status, topics: row.topics, description: row.description };
 }
 
-export async function insertSubscriptionForMerchant(db: Queryable, merchantId: MerchantId, id: string, input: SubscriptionInput, secret: string, now: Date): Promise<Subscription> {
+export async function insertSubscriptionForMerchant(
+  db: Queryable,
+  merchantId: MerchantId,
+  id: string,
+  input: SubscriptionInput,
+  secret: string,
+  now: Date,
+): Promise<Subscription> {
   const { rows } = await db.query<SubscriptionRow>(
     `INSERT INTO ${ENDPOINTS} (merchant_id, id, kind, url, topics, description, status, disabled_reason, secret, enabled_at, version, created_at, updated_at)
      VALUES ($1, $2, 'subscription', $3, $4, $5, $6, $7, $8, $9, 1, $9, $9)
      RETURNING ${SUBSCRIPTION_COLUMNS}`,
-    [merchantId, id, input.url, input.topics, input.description, input.status, input.status === 'disabled' ? 'by_merchant' : null, sealSecret(secret, { merchantId, recordId: id }), now],
+    [
+      merchantId,
+      id,
+      input.url,
+      input.topics,
+      input.description,
+      input.status,
+      input.status === 'disabled' ? 'by_merchant' : null,
+      sealSecret(secret, { merchantId, recordId: id }),
+      now,
+    ],
   );
   return toSubscription(rows[0]!);
 }
 
-export async function findSubscriptionForMerchant(db: Queryable, merchantId: MerchantId, id: string, options: { forUpdate?: boolean } = {}): Promise<Subscription | undefined> {
+export async function findSubscriptionForMerchant(
+  db: Queryable,
+  merchantId: MerchantId,
+  id: string,
+  options: { forUpdate?: boolean } = {},
+): Promise<Subscription | undefined> {
   const { rows } = await db.query<SubscriptionRow>(
     `SELECT ${SUBSCRIPTION_COLUMNS} FROM ${ENDPOINTS} WHERE merchant_id = $1 AND id = $2 AND ${SUBSCRIPTION}${options.forUpdate ? ' FOR UPDATE' : ''}`,
     [merchantId, id],
@@ -46,7 +68,12 @@ export async function enabledSubscriptionsOfMerchants(db: Queryable, merchantIds
   return rows.map(toSubscription);
 }
 
-export async function listSubscriptionsForMerchant(db: Queryable, merchantId: MerchantId, page: { limit: number; after?: string | undefined }, filters: { status?: SubscriptionStatus }): Promise<Subscription[]> {
+export async function listSubscriptionsForMerchant(
+  db: Queryable,
+  merchantId: MerchantId,
+  page: { limit: number; after?: string | undefined },
+  filters: { status?: SubscriptionStatus },
+): Promise<Subscription[]> {
   const params: unknown[] = [merchantId];
   const conditions = ['merchant_id = $1', SUBSCRIPTION];
   if (page.after) {
@@ -89,7 +116,14 @@ export async function updateSubscriptionForMerchant(
 }
 
 /** The previous secret moves over still sealed: the same row, so it opens as before. */
-export async function rotateSubscriptionSecret(tx: Queryable, merchantId: MerchantId, id: string, secret: string, previousExpiresAt: Date, now: Date): Promise<Subscription> {
+export async function rotateSubscriptionSecret(
+  tx: Queryable,
+  merchantId: MerchantId,
+  id: string,
+  secret: string,
+  previousExpiresAt: Date,
+  now: Date,
+): Promise<Subscription> {
   const { rows } = await tx.query<SubscriptionRow>(
     `UPDATE ${ENDPOINTS} SET previous_secret = secret, secret = $3, previous_secret_expires_at = $4, secret_rotated_at = $5,
        version = version + 1, updated_at = $5

@@ -103,11 +103,12 @@ export async function claimDueDeliveries(tx: Queryable, workerId: string, limits
   if (locked.length === 0) return { deliveries: [], moreMayBeDue: false };
   // Share the budget one delivery at a time across endpoints in fairness order.
   locked.sort((a, b) => a.turn - b.turn || (a.last_served_at?.getTime() ?? -Infinity) - (b.last_served_at?.getTime() ?? -Infinity));
-  const onTheWire = (endpoint: (typeof locked)[number]) => Number(endpoint.in_flight) - (limits.answeredAwaitingRecord?.get(endpointKey(endpoint.merchant_id, endpoint.id)) ?? 0);
+  const onTheWire = (endpoint: (typeof locked)[number]) =>
+    Number(endpoint.in_flight) - (limits.answeredAwaitingRecord?.get(endpointKey(endpoint.merchant_id, endpoint.id)) ?? 0);
   const room = locked.map((endpoint) => Math.max(0, limits.maxInFlightPerEndpoint - onTheWire(endpoint)));
   const take = locked.map(() => 0);
   let budget = limits.budget;
-  for (let progressed = true; budget > 0 && progressed; ) {
+  for (let progressed = true; budget > 0 && progressed;) {
     progressed = false;
     for (let i = 0; i < locked.length && budget > 0; i++) {
       if (take[i]! < room[i]!) {
@@ -164,22 +165,22 @@ export async function claimDueDeliveries(tx: Queryable, workerId: string, limits
   const deliveries = rows.map((row) => {
     const owner = { merchantId: row.merchant_id, recordId: row.endpoint_id };
     return {
-    merchantId: row.merchant_id,
-    id: row.id,
-    eventId: row.event_id,
-    topic: row.topic,
-    endpointKind: row.endpoint_kind,
-    endpointId: row.endpoint_id,
-    attemptCount: Number(row.attempt_count),
-    firstAttemptAt: row.first_attempt_at,
-    claimedAt: row.claimed_at,
-    payloadText: row.payload,
-    format: row.format,
-    url: row.url,
-    secret: openSecret(row.secret, owner),
-    previousSecret: openOptionalSecret(row.previous_secret, owner),
-    previousSecretExpiresAt: row.previous_secret_expires_at,
-  };
+      merchantId: row.merchant_id,
+      id: row.id,
+      eventId: row.event_id,
+      topic: row.topic,
+      endpointKind: row.endpoint_kind,
+      endpointId: row.endpoint_id,
+      attemptCount: Number(row.attempt_count),
+      firstAttemptAt: row.first_attempt_at,
+      claimedAt: row.claimed_at,
+      payloadText: row.payload,
+      format: row.format,
+      url: row.url,
+      secret: openSecret(row.secret, owner),
+      previousSecret: openOptionalSecret(row.previous_secret, owner),
+      previousSecretExpiresAt: row.previous_secret_expires_at,
+    };
   });
   return { deliveries, moreMayBeDue };
 }
@@ -285,7 +286,16 @@ export interface InterruptedClaim {
  */
 export async function releaseClaimsOfDeadWorkers(tx: Queryable, staleBefore: Date, now: Date): Promise<InterruptedClaim[]> {
   await tx.query(`DELETE FROM ${WEBHOOKS_SCHEMA}.workers WHERE heartbeat_at < $1`, [staleBefore]);
-  const { rows } = await tx.query<{ merchant_id: string; id: string; endpoint_id: string; topic: string; event_id: string; attempt_count: number; claimed_at: Date; first_attempt_at: Date | null }>(
+  const { rows } = await tx.query<{
+    merchant_id: string;
+    id: string;
+    endpoint_id: string;
+    topic: string;
+    event_id: string;
+    attempt_count: number;
+    claimed_at: Date;
+    first_attempt_at: Date | null;
+  }>(
     `WITH orphaned AS (
        SELECT merchant_id, id FROM ${DELIVERIES}
        WHERE claimed_by IS NOT NULL AND claimed_by NOT IN (SELECT id FROM ${WEBHOOKS_SCHEMA}.workers)
@@ -327,6 +337,9 @@ export async function releaseClaimsOfDeadWorkers(tx: Queryable, staleBefore: Dat
       now,
     ],
   );
-  await markEndpointsDue(tx, interrupted.map((i) => ({ merchantId: i.merchantId, endpointId: i.endpointId, at: now })));
+  await markEndpointsDue(
+    tx,
+    interrupted.map((i) => ({ merchantId: i.merchantId, endpointId: i.endpointId, at: now })),
+  );
   return interrupted;
 }

@@ -1,4 +1,20 @@
-import { buildEvent, Conflict, fieldPath, newId, NotFound, parsePageRequest, parseTimestamp, toListPage, ValidationFailed, type Db, type Emit, type FieldError, type MerchantId, type Outbox, type Queryable } from '@merx/kit';
+import {
+  buildEvent,
+  Conflict,
+  fieldPath,
+  newId,
+  NotFound,
+  parsePageRequest,
+  parseTimestamp,
+  toListPage,
+  ValidationFailed,
+  type Db,
+  type Emit,
+  type FieldError,
+  type MerchantId,
+  type Outbox,
+  type Queryable,
+} from '@merx/kit';
 import { eventCatalogue } from '@merx/contracts';
 import { DELIVERY_STATUSES, type Delivery, type DeliveryStatus, type WebhookPayload } from '../domain/delivery.js';
 import { presentDeadLetter, presentDelivery, presentDeliveryWithAttempts, presentEvent } from '../domain/present.js';
@@ -36,7 +52,6 @@ function single(query: Record<string, unknown>, name: string, errors: FieldError
   }
   return value;
 }
-
 
 function parseTopic(value: unknown, errors: FieldError[]): string | undefined {
   if (value === undefined) return undefined;
@@ -93,7 +108,8 @@ function parseFilters(source: Record<string, unknown>, allowed: readonly string[
     const value = read(name);
     if (value === undefined) return undefined;
     const parsed = parseTimestamp(value);
-    if (!parsed) errors.push({ field: name, code: 'invalid_timestamp', message: `${name} must be an ISO 8601 timestamp with a zone, such as 2026-11-22T10:04:05.123Z` });
+    if (!parsed)
+      errors.push({ field: name, code: 'invalid_timestamp', message: `${name} must be an ISO 8601 timestamp with a zone, such as 2026-11-22T10:04:05.123Z` });
     return parsed;
   };
   const since = time('since');
@@ -148,8 +164,17 @@ export function deliveryUseCases({ db, outbox, eventRetentionDays, onDeliveriesD
       updatedAt: created,
       completedAt: null,
     }));
-    await insertDeliveries(tx, replays.map((r) => ({ ...r, status: 'pending' as const, routedId: null })), created);
-    await markReplayed(tx, merchantId, replays.map((r) => ({ deadId: r.replayOf!, replayId: r.id })), created);
+    await insertDeliveries(
+      tx,
+      replays.map((r) => ({ ...r, status: 'pending' as const, routedId: null })),
+      created,
+    );
+    await markReplayed(
+      tx,
+      merchantId,
+      replays.map((r) => ({ deadId: r.replayOf!, replayId: r.id })),
+      created,
+    );
     for (const replayed of replays) emit(buildEvent('webhooks.dead_letter_replayed', merchantId, { object: presentDelivery(replayed) }));
     return replays;
   }
@@ -207,7 +232,10 @@ export function deliveryUseCases({ db, outbox, eventRetentionDays, onDeliveriesD
       }
       const source = (body ?? {}) as Record<string, unknown>;
       const unknown = Object.keys(source).filter((key) => !['subscription_id', 'destination_id', 'topic', 'since', 'until', 'limit'].includes(key));
-      if (unknown.length > 0) throw new ValidationFailed(unknown.map((field) => ({ field: fieldPath('', field), code: 'unknown_field', message: `${field} is not a replay filter` })));
+      if (unknown.length > 0)
+        throw new ValidationFailed(
+          unknown.map((field) => ({ field: fieldPath('', field), code: 'unknown_field', message: `${field} is not a replay filter` })),
+        );
       const limit = source.limit ?? MAX_BULK_REPLAY;
       if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > MAX_BULK_REPLAY) {
         throw new ValidationFailed([{ field: 'limit', code: 'out_of_range', message: `limit must be an integer from 1 to ${MAX_BULK_REPLAY}` }]);

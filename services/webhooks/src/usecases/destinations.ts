@@ -1,5 +1,12 @@
 import { newId, openSecret, type MerchantId, type Queryable } from '@merx/kit';
-import { becameSendable, destinationAfterSync, removalApplies, type DestinationRemoval, type DestinationSync, type RoutedRecord } from '../domain/destination.js';
+import {
+  becameSendable,
+  destinationAfterSync,
+  removalApplies,
+  type DestinationRemoval,
+  type DestinationSync,
+  type RoutedRecord,
+} from '../domain/destination.js';
 import { deleteDeliveriesOfEndpoint, type NewDelivery } from '../store/deliveries-store.js';
 import {
   deleteDestinationForMerchant,

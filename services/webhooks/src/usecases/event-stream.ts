@@ -28,7 +28,12 @@ export function checkEventStreamRequest(cursor: EventCursor, topics: string[]): 
     errors.push({ field: 'after_event_id', code: 'invalid_id', message: 'after_event_id must be an event id (evt_…)' });
   }
   topics.forEach((topic, index) => {
-    if (!KNOWN_TOPICS.has(topic)) errors.push({ field: `topics[${index}]`, code: 'unknown_topic', message: 'topics must be event names (orders.created) or topics (orders) of the event catalogue' });
+    if (!KNOWN_TOPICS.has(topic))
+      errors.push({
+        field: `topics[${index}]`,
+        code: 'unknown_topic',
+        message: 'topics must be event names (orders.created) or topics (orders) of the event catalogue',
+      });
   });
   if (errors.length > 0) throw new ValidationFailed(errors);
 }
@@ -38,7 +43,17 @@ export function checkEventStreamRequest(cursor: EventCursor, topics: string[]): 
  * No cursor starts at the present. What it yields it never yields twice; the caller's pace is
  * its pace (it pulls), so a slow reader holds one page at most.
  */
-export function eventStreamUseCase({ db, eventRetentionDays, timing = DEFAULT_EVENT_STREAM_TIMING, now = () => new Date() }: { db: Db; eventRetentionDays: number; timing?: EventStreamTiming; now?: () => Date }) {
+export function eventStreamUseCase({
+  db,
+  eventRetentionDays,
+  timing = DEFAULT_EVENT_STREAM_TIMING,
+  now = () => new Date(),
+}: {
+  db: Db;
+  eventRetentionDays: number;
+  timing?: EventStreamTiming;
+  now?: () => Date;
+}) {
   return async function* followEvents(merchantId: MerchantId, cursor: EventCursor, topics: string[], active: () => boolean): AsyncGenerator<StoredEvent> {
     checkEventStreamRequest(cursor, topics);
     const start = now();
@@ -54,9 +69,16 @@ export function eventStreamUseCase({ db, eventRetentionDays, timing = DEFAULT_EV
       const fresh = await streamEventsForMerchant(db, merchantId, { afterId: after, beforeId: settled, topics, notBefore, limit: timing.pageSize });
       const late =
         fresh.length < timing.pageSize
-          ? (await streamEventsForMerchant(db, merchantId, { afterId: initial, beforeId: after, receivedSince: new Date(lateSince.getTime() - timing.settleMs), topics, notBefore, limit: timing.pageSize })).filter(
-              (event) => !sent.has(event.id),
-            )
+          ? (
+              await streamEventsForMerchant(db, merchantId, {
+                afterId: initial,
+                beforeId: after,
+                receivedSince: new Date(lateSince.getTime() - timing.settleMs),
+                topics,
+                notBefore,
+                limit: timing.pageSize,
+              })
+            ).filter((event) => !sent.has(event.id))
           : [];
       if (late.length < timing.pageSize) lateSince = moment;
       for (const event of [...late, ...fresh]) {

@@ -50,8 +50,10 @@ export function fanOut({ outbox, logger, validator, secretOverlapMs, now = () =>
       if (!CONSUMED_INTERNAL.has(event.topic) || !wellFormed(event)) return [];
       const object = event.data.object;
       const merchantId = event.merchant_id;
-      if (event.topic === 'internal.destination_synced') return [{ kind: 'destination_synced', merchantId, sync: openedDestinationSync(merchantId, object as unknown as DestinationSync) }];
-      if (event.topic === 'internal.destination_removed') return [{ kind: 'destination_removed', merchantId, removal: object as unknown as DestinationRemoval }];
+      if (event.topic === 'internal.destination_synced')
+        return [{ kind: 'destination_synced', merchantId, sync: openedDestinationSync(merchantId, object as unknown as DestinationSync) }];
+      if (event.topic === 'internal.destination_removed')
+        return [{ kind: 'destination_removed', merchantId, removal: object as unknown as DestinationRemoval }];
       return [{ kind: 'record_routed', merchantId, routing: object as unknown as RoutedRecord }];
     }
     // Anything else outside the catalogue is plumbing and never reaches subscribers.
@@ -59,7 +61,14 @@ export function fanOut({ outbox, logger, validator, secretOverlapMs, now = () =>
     const payload = toWebhookPayload(event);
     const stored: Step = {
       kind: 'event',
-      event: { id: event.id, merchantId: event.merchant_id, topic: event.topic, createdAt: new Date(event.created_at), payload, payloadText: JSON.stringify(payload) },
+      event: {
+        id: event.id,
+        merchantId: event.merchant_id,
+        topic: event.topic,
+        createdAt: new Date(event.created_at),
+        payload,
+        payloadText: JSON.stringify(payload),
+      },
     };
     // The reset's own event is kept, like any event after the wipe.
     if (event.topic === 'sandbox.reset' && wellFormed(event)) return [{ kind: 'sandbox_reset', reset: event }, stored];
@@ -89,7 +98,8 @@ export function fanOut({ outbox, logger, validator, secretOverlapMs, now = () =>
       const matching = matchingSubscriptions(subscriptions, event);
       if (matching.length === 0) continue;
       const problems = validator.validateEvent(event.payload);
-      if (problems.length > 0) logger.error({ event_id: event.id, topic: event.topic, problems }, 'event fails its catalogue schema; its deliveries are dead on arrival');
+      if (problems.length > 0)
+        logger.error({ event_id: event.id, topic: event.topic, problems }, 'event fails its catalogue schema; its deliveries are dead on arrival');
       for (const subscription of matching) {
         deliveries.push({
           merchantId: event.merchantId,
@@ -132,9 +142,9 @@ export function fanOut({ outbox, logger, validator, secretOverlapMs, now = () =>
         if (step.kind === 'event') events.push(step.event);
         else if (step.kind === 'record_routed') {
           // A routing that overtook its destination's removal would wait forever for an endpoint that is gone.
-          if (!(await destinationRemoved(tx, trustedMerchantId(step.merchantId), step.routing.destination_id))) routed.push(routedRecordDelivery(step.merchantId, step.routing));
-        }
-        else {
+          if (!(await destinationRemoved(tx, trustedMerchantId(step.merchantId), step.routing.destination_id)))
+            routed.push(routedRecordDelivery(step.merchantId, step.routing));
+        } else {
           // What came before a change of endpoints is written before it, so the order of the
           // messages is the order of their effects (a routing, then its destination's removal).
           await flush();

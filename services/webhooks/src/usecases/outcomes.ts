@@ -39,21 +39,35 @@ async function disableEndpoint(tx: Queryable, emit: Emit, endpoint: EndpointStat
     );
   }
   const what = endpoint.kind === 'subscription' ? 'Webhook endpoint' : 'Destination';
-  const fix = endpoint.kind === 'subscription' ? 'set status to enabled' : 'set the destination\'s status to active';
+  const fix = endpoint.kind === 'subscription' ? 'set status to enabled' : "set the destination's status to active";
   raiseAlert(
     emit,
     endpoint.merchantId,
-    { kind: 'endpoint_disabled', severity: 'critical', message: `${what} ${endpoint.url} was disabled: ${why}. Fix it, then ${fix} and replay its dead letters.`, ...endpointFacts(endpoint.kind, endpoint.id) },
+    {
+      kind: 'endpoint_disabled',
+      severity: 'critical',
+      message: `${what} ${endpoint.url} was disabled: ${why}. Fix it, then ${fix} and replay its dead letters.`,
+      ...endpointFacts(endpoint.kind, endpoint.id),
+    },
     now,
   );
 }
 
-async function disableSubscription(tx: Queryable, emit: Emit, merchantId: MerchantId, subscriptionId: string, reason: DisabledReason, now: Date): Promise<void> {
+async function disableSubscription(
+  tx: Queryable,
+  emit: Emit,
+  merchantId: MerchantId,
+  subscriptionId: string,
+  reason: DisabledReason,
+  now: Date,
+): Promise<void> {
   const current = await findSubscriptionForMerchant(tx, merchantId, subscriptionId);
   if (!current) return;
   const changes = { status: 'disabled' as const, disabledReason: reason };
   const updated = await updateSubscriptionForMerchant(tx, merchantId, subscriptionId, changes, now);
-  emit(buildEvent('webhooks.subscription_updated', merchantId, { object: presentSubscription(updated), previous: presentSubscriptionPrevious(current, changes) }));
+  emit(
+    buildEvent('webhooks.subscription_updated', merchantId, { object: presentSubscription(updated), previous: presentSubscriptionPrevious(current, changes) }),
+  );
 }
 
 function alertDeadLetter(emit: Emit, attempt: FinishedAttempt, now: Date): void {
@@ -100,7 +114,10 @@ export function attemptOutcomes(outbox: Outbox) {
       const retried = attempts.filter((a) => a.nextAttemptAt !== null);
       const ending = attempts.filter((a) => a.endpointGone || a.status === 'dead');
       if (ending.length > 0) await lockEndpointsInKeyOrder(tx, [...retried, ...ending]);
-      await markEndpointsDue(tx, retried.map((a) => ({ merchantId: a.merchantId, endpointId: a.endpointId, at: a.nextAttemptAt! })));
+      await markEndpointsDue(
+        tx,
+        retried.map((a) => ({ merchantId: a.merchantId, endpointId: a.endpointId, at: a.nextAttemptAt! })),
+      );
       for (const attempt of ending) {
         const endpoint = await findEndpointForMerchant(tx, trustedMerchantId(attempt.merchantId), attempt.endpointId);
         const enabled = endpoint?.status === 'enabled' ? endpoint : undefined;

@@ -1,4 +1,16 @@
-import { buildEvent, checkIfMatch, newId, NotFound, parsePageRequest, toListPage, ValidationFailed, type Db, type FieldError, type MerchantId, type Outbox } from '@merx/kit';
+import {
+  buildEvent,
+  checkIfMatch,
+  newId,
+  NotFound,
+  parsePageRequest,
+  toListPage,
+  ValidationFailed,
+  type Db,
+  type FieldError,
+  type MerchantId,
+  type Outbox,
+} from '@merx/kit';
 import { checkEndpointUrl, type TargetPolicy } from '@merx/kit';
 import { generateWebhookSecret } from '../delivery/signing.js';
 import {
@@ -38,7 +50,6 @@ export interface Requester {
 
 const STATS_WINDOW_MS = 24 * 3_600_000;
 
-
 export function subscriptionUseCases({ db, outbox, settings, now = () => new Date(), lookup }: SubscriptionUseCaseDeps) {
   const policyFor = (requester: Requester): TargetPolicy => ({
     allowPrivateAddresses: settings.allowPrivateAddresses,
@@ -55,7 +66,12 @@ export function subscriptionUseCases({ db, outbox, settings, now = () => new Dat
     if (all.length > 0) throw new ValidationFailed(all);
   }
 
-  async function findOrFail(merchantId: MerchantId, id: string, options: { forUpdate?: boolean } = {}, tx: Parameters<typeof findSubscriptionForMerchant>[0] = db) {
+  async function findOrFail(
+    merchantId: MerchantId,
+    id: string,
+    options: { forUpdate?: boolean } = {},
+    tx: Parameters<typeof findSubscriptionForMerchant>[0] = db,
+  ) {
     const subscription = await findSubscriptionForMerchant(tx, merchantId, id, options);
     if (!subscription) throw new NotFound('webhook subscription', id);
     return subscription;
@@ -133,7 +149,14 @@ export function subscriptionUseCases({ db, outbox, settings, now = () => new Dat
       return outbox.transaction(async (tx, emit) => {
         await findOrFail(merchantId, id, { forUpdate: true }, tx);
         const rotatedAt = now();
-        const rotated = await rotateSubscriptionSecret(tx, merchantId, id, generateWebhookSecret(), new Date(rotatedAt.getTime() + settings.secretOverlapMs), rotatedAt);
+        const rotated = await rotateSubscriptionSecret(
+          tx,
+          merchantId,
+          id,
+          generateWebhookSecret(),
+          new Date(rotatedAt.getTime() + settings.secretOverlapMs),
+          rotatedAt,
+        );
         emit(buildEvent('webhooks.secret_rotated', merchantId, { object: presentSubscription(rotated) }));
         return rotated;
       });

@@ -4,5 +4,7 @@ import { describeFinding, lintOpenApiDocument } from './openapi-lint.js';
 const findings = await lintOpenApiDocument();
 const failing = findings.filter((finding) => finding.severity === 'error' || finding.severity === 'warning');
 for (const finding of findings) process.stdout.write(`${describeFinding(finding)}\n`);
-process.stdout.write(`openapi lint: ${failing.length} errors and warnings, ${findings.length - failing.length} other findings (Redocly recommended, Spectral spectral:oas)\n`);
+process.stdout.write(
+  `openapi lint: ${failing.length} errors and warnings, ${findings.length - failing.length} other findings (Redocly recommended, Spectral spectral:oas)\n`,
+);
 process.exitCode = failing.length > 0 ? 1 : 0;

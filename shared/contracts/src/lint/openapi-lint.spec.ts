@@ -13,7 +13,11 @@ describe('OpenAPI linters (Redocly recommended, Spectral spectral:oas)', () => {
   it('do find what they are there to find', async function () {
     this.timeout(300_000);
     const { contact: _contact, ...info } = openApiDocument.info;
-    const broken = { ...openApiDocument, info, paths: { ...openApiDocument.paths, '/api/v1/broken': { get: { ...openApiDocument.paths['/api/v1/products']!.get!, operationId: 'products.list' } } } };
+    const broken = {
+      ...openApiDocument,
+      info,
+      paths: { ...openApiDocument.paths, '/api/v1/broken': { get: { ...openApiDocument.paths['/api/v1/products']!.get!, operationId: 'products.list' } } },
+    };
     const rules = new Set((await lintOpenApiDocument(broken as unknown as typeof openApiDocument)).map((finding) => `${finding.linter}:${finding.rule}`));
     assert.ok(rules.has('spectral:info-contact'), [...rules].join(', '));
     assert.ok(rules.has('spectral:operation-operationId-unique') && rules.has('redocly:operation-operationId-unique'), [...rules].join(', '));

@@ -88,4 +88,5 @@ export async function lintOpenApiDocument(document: OpenApiDocument = openApiDoc
   }
 }
 
-export const describeFinding = (finding: LintFinding): string => `${finding.linter} ${finding.severity} ${finding.rule} at ${finding.where}: ${finding.message}`;
+export const describeFinding = (finding: LintFinding): string =>
+  `${finding.linter} ${finding.severity} ${finding.rule} at ${finding.where}: ${finding.message}`;

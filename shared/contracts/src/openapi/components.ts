@@ -98,30 +98,32 @@ export const methodNotAllowedResponse: ResponseObject = (() => {
 })();
 
 export const responses: Record<string, ResponseObject> = {
-  MalformedRequest: problemResponse('The request could not be parsed: malformed, undecodable or too deeply nested JSON, a bad cursor or header, or a path not in canonical form.', ['malformed_request']),
+  MalformedRequest: problemResponse(
+    'The request could not be parsed: malformed, undecodable or too deeply nested JSON, a bad cursor or header, or a path not in canonical form.',
+    ['malformed_request'],
+  ),
   Unauthenticated: problemResponse('Missing, expired or invalid credentials.', ['unauthenticated'], {
     'WWW-Authenticate': ref('headers', 'WWWAuthenticate'),
   }),
   InsufficientScope: problemResponse('The token is valid but lacks the scope named in `required_scope`.', ['insufficient_scope']),
-  NotFound: problemResponse('No such resource for this merchant (another tenant\'s resources look exactly like this).', ['not_found']),
+  NotFound: problemResponse("No such resource for this merchant (another tenant's resources look exactly like this).", ['not_found']),
   Conflict: problemResponse('The change clashes with the current state (duplicate sku, disallowed status transition).', ['conflict']),
-  CreateConflict: problemResponse(
-    'Duplicate sku (`conflict`), or a request with the same Idempotency-Key is still running (`idempotency_key_in_use`).',
-    ['conflict', 'idempotency_key_in_use'],
-  ),
+  CreateConflict: problemResponse('Duplicate sku (`conflict`), or a request with the same Idempotency-Key is still running (`idempotency_key_in_use`).', [
+    'conflict',
+    'idempotency_key_in_use',
+  ]),
   IdempotencyKeyInUse: problemResponse('A request with the same Idempotency-Key is still running.', ['idempotency_key_in_use']),
   ReplayConflict: problemResponse(
-    'The dead letter\'s subscription is disabled (`conflict`; enable it first), or a request with the same Idempotency-Key is still running (`idempotency_key_in_use`).',
+    "The dead letter's subscription is disabled (`conflict`; enable it first), or a request with the same Idempotency-Key is still running (`idempotency_key_in_use`).",
     ['conflict', 'idempotency_key_in_use'],
   ),
   PreconditionFailed: problemResponse('If-Match does not match the current ETag.', ['precondition_failed']),
   PayloadTooLarge: problemResponse('The body is larger than 1 MiB.', ['payload_too_large']),
   UnsupportedMediaType: problemResponse('The body is not sent as application/json.', ['unsupported_media_type']),
   ValidationFailed: withExample(
-    problemResponse(
-      'One or more fields are invalid, or a query parameter is one the operation does not take (`unknown_parameter`); see `errors`.',
-      ['validation_failed'],
-    ),
+    problemResponse('One or more fields are invalid, or a query parameter is one the operation does not take (`unknown_parameter`); see `errors`.', [
+      'validation_failed',
+    ]),
     'Every field error at once, each field written one way',
     {
       type: problemTypeUri('validation_failed'),

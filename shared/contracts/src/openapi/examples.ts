@@ -26,8 +26,11 @@ export const requestExamples: Record<string, Record<string, ExampleObject>> = {
     replan: example('Move a merchant to another plan', { plan: 'scale' }),
   },
   'merchants.admin.throttle.update': {
-    raise: example('More burst and hourly budget than the plan', { burst: { capacity: 300, refill_per_second: 150 }, sustained: { limit: 60000, window_seconds: 3600 } }),
-    reset: example('Back to the plan\'s numbers', {}),
+    raise: example('More burst and hourly budget than the plan', {
+      burst: { capacity: 300, refill_per_second: 150 },
+      sustained: { limit: 60000, window_seconds: 3600 },
+    }),
+    reset: example("Back to the plan's numbers", {}),
   },
   'apps.admin.create': {
     app: example('A reporting app', {
@@ -81,7 +84,13 @@ export const requestExamples: Record<string, Record<string, ExampleObject>> = {
           type: 'order',
           external_id: 'ORD-10042',
           occurred_at: '2026-11-22T10:04:05.123Z',
-          data: { total: 129.9, currency: 'EUR', customer: { email: 'ada@example.com', name: 'Ada' }, line_items: [{ sku: 'MUG-BLUE', quantity: 2 }], channel: 'web' },
+          data: {
+            total: 129.9,
+            currency: 'EUR',
+            customer: { email: 'ada@example.com', name: 'Ada' },
+            line_items: [{ sku: 'MUG-BLUE', quantity: 2 }],
+            channel: 'web',
+          },
         },
         {
           type: 'review',
@@ -156,7 +165,11 @@ export const requestExamples: Record<string, Record<string, ExampleObject>> = {
     topics: example('Replace its topics', { topics: ['orders', 'system_alerts'] }),
   },
   'webhooks.dead_letters.replay_all': {
-    subscription: example('Every dead letter of one subscription since yesterday', { subscription_id: id('wh'), since: '2026-11-21T00:00:00.000Z', limit: 500 }),
+    subscription: example('Every dead letter of one subscription since yesterday', {
+      subscription_id: id('wh'),
+      since: '2026-11-21T00:00:00.000Z',
+      limit: 500,
+    }),
     topic: example('Every dead order event', { topic: 'orders' }),
   },
   'bus.admin.poison.replay': {

@@ -29,8 +29,7 @@ export const decimalAmount: JsonSchema = {
   type: 'string',
   pattern: '^\\d{1,15}(\\.\\d{1,4})?$',
   'x-merx-error': { code: 'invalid_decimal', message: 'must be a non-negative decimal string such as "19.99" (not a number), below 10^15' },
-  description:
-    'Decimal string, never a float. The number of decimals may not exceed the currency\'s minor units (JPY 0, USD 2, KWD 3).',
+  description: "Decimal string, never a float. The number of decimals may not exceed the currency's minor units (JPY 0, USD 2, KWD 3).",
   examples: ['19.99'],
 };
 

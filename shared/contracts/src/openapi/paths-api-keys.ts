@@ -36,7 +36,7 @@ export const apiKeyPaths: Record<string, PathItem> = {
       {
         operationId: 'api_keys.list',
         summary: 'List API keys',
-        description: 'Lists the merchant\'s keys, revoked ones included, newest first. Never shows a secret.',
+        description: "Lists the merchant's keys, revoked ones included, newest first. Never shows a secret.",
         tags: ['api_keys'],
         parameters: [ref('parameters', 'Limit'), ref('parameters', 'Cursor')],
       },

@@ -136,7 +136,7 @@ export const installedAppPaths: Record<string, PathItem> = {
         operationId: 'apps.uninstall',
         summary: 'Uninstall an app',
         description:
-          'Revokes the merchant\'s grant to the app: its refresh tokens stop working at once and its access tokens are refused everywhere within a second. The app must ask for consent again. Emits `apps.grant_revoked`.',
+          "Revokes the merchant's grant to the app: its refresh tokens stop working at once and its access tokens are refused everywhere within a second. The app must ask for consent again. Emits `apps.grant_revoked`.",
         tags: ['apps'],
       },
       { '204': { description: 'Revoked; no body.', headers: commonHeaders() } },

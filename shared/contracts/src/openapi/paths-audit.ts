@@ -8,7 +8,22 @@ const hash: JsonSchema = { type: 'string', pattern: '^[0-9a-f]{64}$' };
 export const auditEntrySchema: JsonSchema = {
   type: 'object',
   description: "One entry of the merchant's append-only, hash-chained audit log.",
-  required: ['id', 'object', 'sequence', 'occurred_at', 'actor', 'action', 'resource', 'changes', 'request_id', 'ip', 'event_id', 'hash', 'hash_version', 'prev_hash'],
+  required: [
+    'id',
+    'object',
+    'sequence',
+    'occurred_at',
+    'actor',
+    'action',
+    'resource',
+    'changes',
+    'request_id',
+    'ip',
+    'event_id',
+    'hash',
+    'hash_version',
+    'prev_hash',
+  ],
   additionalProperties: false,
   properties: {
     id: prefixedId('aud', 'Audit entry id.'),
@@ -45,7 +60,7 @@ export const auditEntrySchema: JsonSchema = {
       description:
         'The frozen form the hash covers. 1: `id`, `object`, `sequence`, `occurred_at`, `actor`, `action`, `resource`, `changes`, `request_id`, `ip`, `event_id`, `prev_hash` and `merchant_id`. Fields the API adds later are not hashed until a new version names them.',
     },
-    prev_hash: { ...hash, description: 'The previous entry\'s hash; 64 zeros for the first.' },
+    prev_hash: { ...hash, description: "The previous entry's hash; 64 zeros for the first." },
   },
 };
 
@@ -74,7 +89,12 @@ export const auditVerificationSchema: JsonSchema = {
 };
 
 const timeFilter = (name: string, description: string) => ({ name, in: 'query' as const, description, schema: { type: 'string', format: 'date-time' } });
-const textFilter = (name: string, description: string) => ({ name, in: 'query' as const, description, schema: { type: 'string', minLength: 1, maxLength: 255 } });
+const textFilter = (name: string, description: string) => ({
+  name,
+  in: 'query' as const,
+  description,
+  schema: { type: 'string', minLength: 1, maxLength: 255 },
+});
 
 export const auditPaths: Record<string, PathItem> = {
   '/api/v1/audit': {
@@ -83,7 +103,7 @@ export const auditPaths: Record<string, PathItem> = {
       {
         operationId: 'audit.list',
         summary: 'List audit entries',
-        description: 'Lists the merchant\'s audit entries, newest first (by position in the chain). Entries cannot be changed or deleted through any API.',
+        description: "Lists the merchant's audit entries, newest first (by position in the chain). Entries cannot be changed or deleted through any API.",
         tags: ['audit'],
         parameters: [
           ref('parameters', 'Limit'),
@@ -106,9 +126,12 @@ export const auditPaths: Record<string, PathItem> = {
       {
         operationId: 'audit.verify',
         summary: 'Verify the audit chain',
-        description: 'Recomputes the merchant\'s hash chain from the retention checkpoint (or from `from_sequence`, trusting the entry before it) to the head, and says whether it holds and, if not, where it first breaks.',
+        description:
+          "Recomputes the merchant's hash chain from the retention checkpoint (or from `from_sequence`, trusting the entry before it) to the head, and says whether it holds and, if not, where it first breaks.",
         tags: ['audit'],
-        parameters: [{ name: 'from_sequence', in: 'query', description: 'Start here instead of at the oldest kept entry.', schema: { type: 'integer', minimum: 1 } }],
+        parameters: [
+          { name: 'from_sequence', in: 'query', description: 'Start here instead of at the oldest kept entry.', schema: { type: 'integer', minimum: 1 } },
+        ],
       },
       { '200': { description: 'The verdict.', headers: commonHeaders(), content: jsonContent(ref('schemas', 'AuditVerification')) } },
       ['ValidationFailed'],

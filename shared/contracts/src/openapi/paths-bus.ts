@@ -19,17 +19,21 @@ export const BUS_WORK_QUEUES = {
 
 const busWorkQueues: string[] = Object.values(BUS_WORK_QUEUES);
 
-const queueName: JsonSchema = { type: 'string', enum: busWorkQueues, description: 'A work queue by its logical name; the broker\'s name has the deployment in front (`merx.audit.events`).' };
+const queueName: JsonSchema = {
+  type: 'string',
+  enum: busWorkQueues,
+  description: "A work queue by its logical name; the broker's name has the deployment in front (`merx.audit.events`).",
+};
 
 export const poisonedMessageSchema: JsonSchema = {
   type: 'object',
-  description: 'A bus message that failed every delivery it was allowed and was set aside in its queue\'s poison queue.',
+  description: "A bus message that failed every delivery it was allowed and was set aside in its queue's poison queue.",
   required: ['object', 'queue', 'event_id', 'topic', 'merchant_id', 'failures', 'last_error', 'poisoned_at', 'event'],
   additionalProperties: false,
   properties: {
     object: { const: 'poisoned_message' },
     queue: queueName,
-    event_id: { type: 'string', description: 'The event\'s id; name it to replay this message alone.' },
+    event_id: { type: 'string', description: "The event's id; name it to replay this message alone." },
     topic: { type: 'string' },
     merchant_id: { type: 'string' },
     failures: { type: 'integer', minimum: 0, description: 'Failed deliveries before it was set aside.' },
@@ -48,9 +52,18 @@ export const busPoisonSchema: JsonSchema = {
     queues: {
       type: 'array',
       description: 'How many messages each listed queue holds in its poison queue.',
-      items: { type: 'object', required: ['queue', 'count'], additionalProperties: false, properties: { queue: queueName, count: { type: 'integer', minimum: 0 } } },
+      items: {
+        type: 'object',
+        required: ['queue', 'count'],
+        additionalProperties: false,
+        properties: { queue: queueName, count: { type: 'integer', minimum: 0 } },
+      },
     },
-    data: { type: 'array', items: ref('schemas', 'PoisonedMessage'), description: 'The oldest poisoned messages of each listed queue, at most `limit` per queue.' },
+    data: {
+      type: 'array',
+      items: ref('schemas', 'PoisonedMessage'),
+      description: 'The oldest poisoned messages of each listed queue, at most `limit` per queue.',
+    },
   },
 };
 
@@ -60,7 +73,14 @@ export const busPoisonReplayRequestSchema: JsonSchema = {
   additionalProperties: false,
   properties: {
     queue: queueName,
-    event_ids: { type: 'array', minItems: 1, maxItems: 1000, uniqueItems: true, items: { type: 'string', minLength: 1, maxLength: 255 }, description: 'Only these messages; every message of the queue\'s poison queue when absent.' },
+    event_ids: {
+      type: 'array',
+      minItems: 1,
+      maxItems: 1000,
+      uniqueItems: true,
+      items: { type: 'string', minLength: 1, maxLength: 255 },
+      description: "Only these messages; every message of the queue's poison queue when absent.",
+    },
   },
 };
 
@@ -82,11 +102,17 @@ export const busAdminPaths: Record<string, PathItem> = {
         operationId: 'bus.admin.poison.list',
         summary: 'List poisoned bus messages',
         description:
-          'Messages a service\'s consumer failed on every delivery it was allowed (retried after 1 s, 5 s, 30 s, 2 min, then every 10 min, up to 10 deliveries by default), set aside in the poison queue of its work queue, with the last error. Listing leaves them where they are. Both modes: RabbitMQ poison queues in the distributed one, the embedded database in the embedded one. Operators only.',
+          "Messages a service's consumer failed on every delivery it was allowed (retried after 1 s, 5 s, 30 s, 2 min, then every 10 min, up to 10 deliveries by default), set aside in the poison queue of its work queue, with the last error. Listing leaves them where they are. Both modes: RabbitMQ poison queues in the distributed one, the embedded database in the embedded one. Operators only.",
         tags: ['ops'],
         parameters: [
           { name: 'queue', in: 'query', required: false, description: 'One work queue; every queue of the deployment when absent.', schema: queueName },
-          { name: 'limit', in: 'query', required: false, description: 'Messages shown per queue.', schema: { type: 'integer', minimum: 1, maximum: 100, default: 20 } },
+          {
+            name: 'limit',
+            in: 'query',
+            required: false,
+            description: 'Messages shown per queue.',
+            schema: { type: 'integer', minimum: 1, maximum: 100, default: 20 },
+          },
         ],
       },
       { '200': { description: 'Counts per queue and the oldest messages.', headers: commonHeaders(), content: jsonContent(ref('schemas', 'BusPoison')) } },
@@ -98,7 +124,7 @@ export const busAdminPaths: Record<string, PathItem> = {
         operationId: 'bus.admin.poison.replay',
         summary: 'Replay poisoned bus messages',
         description:
-          'Puts poisoned messages (all of the queue\'s, or the named events) back on their work queue with a fresh delivery count, once whatever made them fail is fixed. Consumers drop an event they already handled (their inbox), so a replay is harmless. Operators only.',
+          "Puts poisoned messages (all of the queue's, or the named events) back on their work queue with a fresh delivery count, once whatever made them fail is fixed. Consumers drop an event they already handled (their inbox), so a replay is harmless. Operators only.",
         tags: ['ops'],
         requestBody: { required: true, content: jsonContent(ref('schemas', 'BusPoisonReplayRequest')) },
       },

@@ -45,9 +45,33 @@ const recordBatchResultExample = {
   duplicates: 1,
   rejected: 1,
   results: [
-    { index: 0, status: 'accepted', type: 'order', external_id: 'ORD-10042', record_id: exampleId('rec', '2f3a'), event_id: exampleId('evt', '2f3a'), errors: [] },
-    { index: 1, status: 'duplicate', type: 'review', external_id: 'REV-551', record_id: exampleId('rec', '0001'), event_id: exampleId('evt', '0001'), errors: [] },
-    { index: 2, status: 'accepted', type: 'campaign_spend', external_id: 'CMP-7-2026-11-22', record_id: exampleId('rec', '2f3c'), event_id: exampleId('evt', '2f3c'), errors: [] },
+    {
+      index: 0,
+      status: 'accepted',
+      type: 'order',
+      external_id: 'ORD-10042',
+      record_id: exampleId('rec', '2f3a'),
+      event_id: exampleId('evt', '2f3a'),
+      errors: [],
+    },
+    {
+      index: 1,
+      status: 'duplicate',
+      type: 'review',
+      external_id: 'REV-551',
+      record_id: exampleId('rec', '0001'),
+      event_id: exampleId('evt', '0001'),
+      errors: [],
+    },
+    {
+      index: 2,
+      status: 'accepted',
+      type: 'campaign_spend',
+      external_id: 'CMP-7-2026-11-22',
+      record_id: exampleId('rec', '2f3c'),
+      event_id: exampleId('evt', '2f3c'),
+      errors: [],
+    },
     {
       index: 3,
       status: 'rejected',
@@ -102,7 +126,7 @@ export const merchantPaths: Record<string, PathItem> = {
         operationId: 'merchant.update',
         summary: 'Update the merchant',
         description:
-          'Changes the given settings (`name`, `default_currency`, `timezone`) and increments `version` and `profile_version`. `mode`, `plan` and `status` are the operator\'s: a body naming any of them is a 422 with code `read_only` on that field. With If-Match the update applies only to that version (412 otherwise). Emits `merchants.updated` with the changed fields before the change in `previous`.',
+          "Changes the given settings (`name`, `default_currency`, `timezone`) and increments `version` and `profile_version`. `mode`, `plan` and `status` are the operator's: a body naming any of them is a 422 with code `read_only` on that field. With If-Match the update applies only to that version (412 otherwise). Emits `merchants.updated` with the changed fields before the change in `previous`.",
         tags: ['merchant'],
         parameters: [ref('parameters', 'IfMatch')],
         requestBody: jsonBody('MerchantUpdate'),
@@ -223,15 +247,12 @@ export const sourcePaths = configPaths({
   noun: 'source',
   schema: 'Source',
   idParameter: 'SourceId',
-  filters: [
-    enumFilter('status', 'Only sources in this status.', sourceStatuses),
-    enumFilter('kind', 'Only sources of this kind.', sourceKinds),
-  ],
+  filters: [enumFilter('status', 'Only sources in this status.', sourceStatuses), enumFilter('kind', 'Only sources of this kind.', sourceKinds)],
   create: {
     description:
       'Creates a source of commerce data. It is `active`, and accepts records at `POST /api/v1/sources/{id}/records`, unless `status` says otherwise. Emits `sources.created`.',
   },
-  list: 'Lists the merchant\'s sources, newest first, one page at a time. Filters combine with AND.',
+  list: "Lists the merchant's sources, newest first, one page at a time. Filters combine with AND.",
   retrieve: 'Returns one source with its ETag.',
   update: updateWords(
     'sources',
@@ -257,7 +278,7 @@ export const destinationPaths: Record<string, PathItem> = {
         'Creates a destination. Its signing secret (`whsec_...`, the Standard Webhooks format) is in `secret`, in this response only: no other response and no event shows it. The URL must be https for live merchants and may not point at private or loopback addresses. Routed records are delivered by the webhooks delivery engine; see them at `/api/v1/webhooks/deliveries?destination_id=`. Emits `destinations.created` (without the secret).',
       responseDescription: 'The created destination with its secret (or, with a repeated Idempotency-Key, the first answer replayed).',
     },
-    list: 'Lists the merchant\'s destinations, newest first, without their secrets. Filters combine with AND.',
+    list: "Lists the merchant's destinations, newest first, without their secrets. Filters combine with AND.",
     retrieve: 'Returns one destination with its ETag, without its secret.',
     update: updateWords(
       'destinations',
@@ -272,13 +293,18 @@ export const destinationPaths: Record<string, PathItem> = {
       'config:write',
       {
         operationId: 'destinations.rotate_secret',
-        summary: 'Rotate a destination\'s signing secret',
+        summary: "Rotate a destination's signing secret",
         description:
-          'Generates a new signing secret, returned in `secret` in this response only, and increments `version`. The delivery engine signs with the new secret as soon as it has the change (moments later) and, for 24 h from then, with the previous one too: every request carries two `webhook-signature` entries (and a `webhook` destination\'s `hmac_sha256` uses the new secret), so a receiver can switch without losing a delivery. Emits `destinations.updated` (without the secret; `previous` is empty). Counts in the `sensitive` throttle class.',
+          "Generates a new signing secret, returned in `secret` in this response only, and increments `version`. The delivery engine signs with the new secret as soon as it has the change (moments later) and, for 24 h from then, with the previous one too: every request carries two `webhook-signature` entries (and a `webhook` destination's `hmac_sha256` uses the new secret), so a receiver can switch without losing a delivery. Emits `destinations.updated` (without the secret; `previous` is empty). Counts in the `sensitive` throttle class.",
         tags: ['destinations'],
         parameters: [ref('parameters', 'IdempotencyKey')],
       },
-      { '200': response('The destination with its new secret (or, with a repeated Idempotency-Key, the first answer replayed).', 'DestinationWithSecret', { ...withEtag, ...idempotentReplay }) },
+      {
+        '200': response('The destination with its new secret (or, with a repeated Idempotency-Key, the first answer replayed).', 'DestinationWithSecret', {
+          ...withEtag,
+          ...idempotentReplay,
+        }),
+      },
       ['NotFound', 'IdempotencyKeyInUse'],
     ),
   },
@@ -298,12 +324,9 @@ export const rulePaths = configPaths({
     description:
       'Creates a rule. `condition` is a CEL expression checked when saved: a syntax error, an unknown variable or function, or a result that is not bool is a 422 with field `condition` and code `invalid_expression`, its message naming what and where. A `transform` rule needs `transform`; the other actions refuse it. Emits `rules.created`.',
   },
-  list: 'Lists the merchant\'s rules, newest first. Filters combine with AND.',
+  list: "Lists the merchant's rules, newest first. Filters combine with AND.",
   retrieve: 'Returns one rule with its ETag.',
-  update: updateWords(
-    'rules',
-    'A new `condition` is checked as on create (422 `invalid_expression`); `action` and `transform` must still agree.',
-  ),
+  update: updateWords('rules', 'A new `condition` is checked as on create (422 `invalid_expression`); `action` and `transform` must still agree.'),
   delete: deleteWords('rule', 'rules', true),
   deleteConflicts: true,
 });
@@ -320,9 +343,9 @@ export const connectionPaths = configPaths({
   ],
   create: {
     description:
-      'Routes a source\'s records to a destination through an ordered list of at most 20 rules, for the given record event types (all four by default). The source, the destination and every rule must be the merchant\'s: one it does not have is a 422 naming the field. A paused source may be connected; its records are routed once it is active and ingests them. Emits `connections.created`.',
+      "Routes a source's records to a destination through an ordered list of at most 20 rules, for the given record event types (all four by default). The source, the destination and every rule must be the merchant's: one it does not have is a 422 naming the field. A paused source may be connected; its records are routed once it is active and ingests them. Emits `connections.created`.",
   },
-  list: 'Lists the merchant\'s connections, newest first. Filters combine with AND.',
+  list: "Lists the merchant's connections, newest first. Filters combine with AND.",
   retrieve: 'Returns one connection with its ETag.',
   update: updateWords(
     'connections',
@@ -340,16 +363,18 @@ export const recordPaths: Record<string, PathItem> = {
       {
         operationId: 'sources.records.create',
         summary: 'Ingest a batch of records',
-        description:
-          `Ingests 1 to ${MAX_RECORDS_PER_BATCH} records into an \`active\` source. Each record is checked on its own (see RecordInput) and answered in \`results\`, in request order: \`accepted\` (stored; it emits \`orders.created\`, \`reviews.submitted\`, \`campaign_spend.updated\` or, for an \`alert\`, \`system_alerts.raised\`, and the source's active connections route it moments later), \`duplicate\` (the source already has a record of that type and external_id; \`record_id\` and \`event_id\` name the first one, nothing is emitted) or \`rejected\` (with its \`errors\`; the others still go in). The request as a whole fails only when the body is not an object with a \`records\` array of 1 to ${MAX_RECORDS_PER_BATCH} items (422), the source does not exist (404) or is \`paused\` or \`disabled\` (409 \`conflict\`).`,
+        description: `Ingests 1 to ${MAX_RECORDS_PER_BATCH} records into an \`active\` source. Each record is checked on its own (see RecordInput) and answered in \`results\`, in request order: \`accepted\` (stored; it emits \`orders.created\`, \`reviews.submitted\`, \`campaign_spend.updated\` or, for an \`alert\`, \`system_alerts.raised\`, and the source's active connections route it moments later), \`duplicate\` (the source already has a record of that type and external_id; \`record_id\` and \`event_id\` name the first one, nothing is emitted) or \`rejected\` (with its \`errors\`; the others still go in). The request as a whole fails only when the body is not an object with a \`records\` array of 1 to ${MAX_RECORDS_PER_BATCH} items (422), the source does not exist (404) or is \`paused\` or \`disabled\` (409 \`conflict\`).`,
         tags: ['sources'],
         parameters: [ref('parameters', 'IdempotencyKey')],
         requestBody: jsonBody('RecordBatchRequest'),
       },
       {
-        '200': withExamples(response('What became of each record (or, with a repeated Idempotency-Key, the first answer replayed).', 'RecordBatchResult', idempotentReplay), {
-          mixed: { summary: 'Accepted, duplicate and rejected records in one batch', value: recordBatchResultExample },
-        }),
+        '200': withExamples(
+          response('What became of each record (or, with a repeated Idempotency-Key, the first answer replayed).', 'RecordBatchResult', idempotentReplay),
+          {
+            mixed: { summary: 'Accepted, duplicate and rejected records in one batch', value: recordBatchResultExample },
+          },
+        ),
       },
       ['MalformedRequest', 'NotFound', 'CreateConflict', 'PayloadTooLarge', 'UnsupportedMediaType', 'CreateValidationFailed'],
     ),
@@ -357,7 +382,7 @@ export const recordPaths: Record<string, PathItem> = {
       'config:read',
       {
         operationId: 'sources.records.list',
-        summary: 'List a source\'s records',
+        summary: "List a source's records",
         description:
           'Lists the records the source ingested, newest first, each with the event it emitted and what each connection did with it (`routes`). Filters combine with AND.',
         tags: ['sources'],
@@ -383,7 +408,7 @@ export const sandboxPaths: Record<string, PathItem> = {
         operationId: 'sandbox.reset',
         summary: 'Reset the sandbox',
         description:
-          'Erases the sandbox merchant\'s data in every service: products; sources, destinations, rules, connections and records; webhook subscriptions, destination endpoints, deliveries and the events before the reset. With `seed: true` each service then creates a small fixture set (three products, a source, a paused destination, a rule and a connection, each with its created event). API keys and the audit log stay. Answers 202 at once with the reset `running`; follow Location until it is `completed`. Emits `sandbox.reset` now and `sandbox.reset_completed` when every service has reported. Only sandbox merchants: a live merchant gets 409 `conflict`. Counts in the `sensitive` throttle class.',
+          "Erases the sandbox merchant's data in every service: products; sources, destinations, rules, connections and records; webhook subscriptions, destination endpoints, deliveries and the events before the reset. With `seed: true` each service then creates a small fixture set (three products, a source, a paused destination, a rule and a connection, each with its created event). API keys and the audit log stay. Answers 202 at once with the reset `running`; follow Location until it is `completed`. Emits `sandbox.reset` now and `sandbox.reset_completed` when every service has reported. Only sandbox merchants: a live merchant gets 409 `conflict`. Counts in the `sensitive` throttle class.",
         tags: ['sandbox'],
         parameters: [ref('parameters', 'IdempotencyKey')],
         requestBody: { required: false, content: jsonContent(ref('schemas', 'SandboxResetRequest')) },
@@ -404,7 +429,7 @@ export const sandboxPaths: Record<string, PathItem> = {
       {
         operationId: 'sandbox.resets.retrieve',
         summary: 'Retrieve a sandbox reset',
-        description: 'Returns one sandbox reset with each service\'s part: `pending`, or `completed` with how many things it removed and seeded.',
+        description: "Returns one sandbox reset with each service's part: `pending`, or `completed` with how many things it removed and seeded.",
         tags: ['sandbox'],
       },
       { '200': response('The reset.', 'SandboxReset') },

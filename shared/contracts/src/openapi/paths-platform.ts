@@ -87,7 +87,7 @@ export const adminPaths: Record<string, PathItem> = {
       operationId: 'merchants.admin.create',
       summary: 'Provision a merchant',
       description:
-        'Creates a merchant with its owner user (who signs in on the app consent pages; password hashed with scrypt, generated and returned once when not given) and its first API key (all scopes). The key\'s secret is in this response only. An owner email already used anywhere on Merx is a 409. Operators only: send the operator credential from the platform configuration as a bearer token. Emits `merchants.created` and `api_keys.created`.',
+        "Creates a merchant with its owner user (who signs in on the app consent pages; password hashed with scrypt, generated and returned once when not given) and its first API key (all scopes). The key's secret is in this response only. An owner email already used anywhere on Merx is a 409. Operators only: send the operator credential from the platform configuration as a bearer token. Emits `merchants.created` and `api_keys.created`.",
       tags: ['merchants'],
       security: [{ operator: [] }],
       requestBody: { required: true, content: jsonContent(ref('schemas', 'MerchantCreate')) },
@@ -121,7 +121,7 @@ export const opsPaths: Record<string, PathItem> = {
       operationId: 'readiness.retrieve',
       summary: 'Readiness',
       description:
-        'Answers 200 while the process can serve, 503 when something it needs itself (its database) does not answer: what a load balancer needs, and nothing more. A failing upstream service or broker does not make it unready; it degrades the routes it serves. Which dependency is degraded and why, and the Prometheus metrics, are on each process\'s admin port (ADMIN_PORT), which is not public.',
+        "Answers 200 while the process can serve, 503 when something it needs itself (its database) does not answer: what a load balancer needs, and nothing more. A failing upstream service or broker does not make it unready; it degrades the routes it serves. Which dependency is degraded and why, and the Prometheus metrics, are on each process's admin port (ADMIN_PORT), which is not public.",
       tags: ['ops'],
       responses: {
         '200': jsonResponse('Ready to serve traffic.', 'Readiness'),

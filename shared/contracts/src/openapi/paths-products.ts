@@ -90,7 +90,11 @@ export const productPaths: Record<string, PathItem> = {
       {
         '201': {
           ...productResponse('The created product (or, with a repeated Idempotency-Key, the first answer replayed).'),
-          headers: commonHeaders({ ETag: ref('headers', 'ETag'), 'Idempotent-Replayed': ref('headers', 'IdempotentReplayed'), 'Original-Request-Id': ref('headers', 'OriginalRequestId') }),
+          headers: commonHeaders({
+            ETag: ref('headers', 'ETag'),
+            'Idempotent-Replayed': ref('headers', 'IdempotentReplayed'),
+            'Original-Request-Id': ref('headers', 'OriginalRequestId'),
+          }),
         },
       },
       ['MalformedRequest', 'CreateConflict', 'PayloadTooLarge', 'UnsupportedMediaType', 'CreateValidationFailed'],
@@ -100,7 +104,7 @@ export const productPaths: Record<string, PathItem> = {
       {
         operationId: 'products.list',
         summary: 'List products',
-        description: 'Lists the merchant\'s products, newest first, one page at a time. Filters combine with AND.',
+        description: "Lists the merchant's products, newest first, one page at a time. Filters combine with AND.",
         tags: ['products'],
         parameters: [
           ref('parameters', 'Limit'),

@@ -26,7 +26,7 @@ const window = (what: string): JsonSchema => ({
 export const throttleOverridesSchema: JsonSchema = {
   type: 'object',
   additionalProperties: false,
-  description: 'Per-class numbers replacing the plan\'s for this merchant; classes and fields left out keep the plan\'s.',
+  description: "Per-class numbers replacing the plan's for this merchant; classes and fields left out keep the plan's.",
   properties: {
     burst: bucket('every request'),
     sustained: window('every request'),
@@ -50,9 +50,19 @@ export const throttleOverrideSchema: JsonSchema = {
   },
 };
 
-const overrideResponse = (description: string): ResponseObject => ({ description, headers: commonHeaders(), content: jsonContent(ref('schemas', 'ThrottleOverride')) });
+const overrideResponse = (description: string): ResponseObject => ({
+  description,
+  headers: commonHeaders(),
+  content: jsonContent(ref('schemas', 'ThrottleOverride')),
+});
 
-export const merchantIdParameter: ParameterObject = { name: 'id', in: 'path', required: true, description: 'Merchant id (`mch_...`).', schema: { type: 'string' } };
+export const merchantIdParameter: ParameterObject = {
+  name: 'id',
+  in: 'path',
+  required: true,
+  description: 'Merchant id (`mch_...`).',
+  schema: { type: 'string' },
+};
 
 const operatorErrors = {
   '401': ref('responses', 'Unauthenticated'),
@@ -94,17 +104,17 @@ export const throttleAdminPaths: Record<string, PathItem> = {
     parameters: [ref('parameters', 'MerchantId')],
     get: {
       operationId: 'merchants.admin.throttle.retrieve',
-      summary: 'Retrieve a merchant\'s throttle override',
-      description: 'The operator\'s per-merchant throttle numbers (empty `overrides`: the plan\'s numbers apply). Operators only.',
+      summary: "Retrieve a merchant's throttle override",
+      description: "The operator's per-merchant throttle numbers (empty `overrides`: the plan's numbers apply). Operators only.",
       tags: ['merchants'],
       security: [{ operator: [] }],
       responses: { '200': overrideResponse('The override.'), ...operatorErrors },
     },
     put: {
       operationId: 'merchants.admin.throttle.update',
-      summary: 'Set a merchant\'s throttle override',
+      summary: "Set a merchant's throttle override",
       description:
-        'Replaces the merchant\'s override with the body; `{}` returns the merchant to its plan\'s numbers. Every gateway replica applies it within moments (the `merchants.throttle_updated` event). Operators only.',
+        "Replaces the merchant's override with the body; `{}` returns the merchant to its plan's numbers. Every gateway replica applies it within moments (the `merchants.throttle_updated` event). Operators only.",
       tags: ['merchants'],
       security: [{ operator: [] }],
       requestBody: { required: true, content: jsonContent(ref('schemas', 'ThrottleOverrides')) },

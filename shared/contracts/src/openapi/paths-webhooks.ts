@@ -37,11 +37,15 @@ export const webhookPaths: Record<string, PathItem> = {
         requestBody: jsonBody('WebhookSubscriptionCreate'),
       },
       {
-        '201': response('The created subscription with its secret (or, with a repeated Idempotency-Key, the first answer replayed).', 'WebhookSubscriptionWithSecret', {
-          ...withEtag,
-          Location: ref('headers', 'Location'),
-          ...idempotentReplay,
-        }),
+        '201': response(
+          'The created subscription with its secret (or, with a repeated Idempotency-Key, the first answer replayed).',
+          'WebhookSubscriptionWithSecret',
+          {
+            ...withEtag,
+            Location: ref('headers', 'Location'),
+            ...idempotentReplay,
+          },
+        ),
       },
       ['MalformedRequest', 'IdempotencyKeyInUse', 'PayloadTooLarge', 'UnsupportedMediaType', 'CreateValidationFailed'],
     ),
@@ -50,7 +54,7 @@ export const webhookPaths: Record<string, PathItem> = {
       {
         operationId: 'webhooks.subscriptions.list',
         summary: 'List webhook subscriptions',
-        description: 'Lists the merchant\'s subscriptions, newest first, without their secrets.',
+        description: "Lists the merchant's subscriptions, newest first, without their secrets.",
         tags: ['webhooks'],
         parameters: [...page, query('status', 'Only subscriptions in this status.', { type: 'string', enum: ['enabled', 'disabled'] })],
       },
@@ -90,8 +94,7 @@ export const webhookPaths: Record<string, PathItem> = {
       {
         operationId: 'webhooks.subscriptions.delete',
         summary: 'Delete a webhook subscription',
-        description:
-          'Deletes the subscription; nothing more is delivered to it. Emits `webhooks.subscription_deleted` with its last state.',
+        description: 'Deletes the subscription; nothing more is delivered to it. Emits `webhooks.subscription_deleted` with its last state.',
         tags: ['webhooks'],
       },
       { '204': { description: 'Deleted; no body.', headers: commonHeaders() } },
@@ -104,13 +107,19 @@ export const webhookPaths: Record<string, PathItem> = {
       'webhooks:write',
       {
         operationId: 'webhooks.subscriptions.rotate_secret',
-        summary: 'Rotate a subscription\'s signing secret',
+        summary: "Rotate a subscription's signing secret",
         description:
           'Generates a new secret, returned in `secret` in this response only. For 24 h (`previous_secret_expires_at`) every request carries two `webhook-signature` entries, one per secret, so receivers can switch without losing a delivery. Emits `webhooks.secret_rotated` (without the secret). Counts in the `sensitive` throttle class.',
         tags: ['webhooks'],
         parameters: [ref('parameters', 'IdempotencyKey')],
       },
-      { '200': response('The subscription with its new secret (or, with a repeated Idempotency-Key, the first answer replayed).', 'WebhookSubscriptionWithSecret', { ...withEtag, ...idempotentReplay }) },
+      {
+        '200': response(
+          'The subscription with its new secret (or, with a repeated Idempotency-Key, the first answer replayed).',
+          'WebhookSubscriptionWithSecret',
+          { ...withEtag, ...idempotentReplay },
+        ),
+      },
       ['NotFound', 'IdempotencyKeyInUse'],
     ),
   },
@@ -120,8 +129,9 @@ export const webhookPaths: Record<string, PathItem> = {
       'webhooks:read',
       {
         operationId: 'webhooks.subscriptions.stats.retrieve',
-        summary: 'Retrieve a subscription\'s delivery statistics',
-        description: 'Attempts, success rate and latency over a recent window (`window_start` to `window_end`), and how many deliveries are pending, failing or dead now.',
+        summary: "Retrieve a subscription's delivery statistics",
+        description:
+          'Attempts, success rate and latency over a recent window (`window_start` to `window_end`), and how many deliveries are pending, failing or dead now.',
         tags: ['webhooks'],
       },
       { '200': response('The statistics.', 'WebhookSubscriptionStats') },
@@ -171,7 +181,8 @@ export const webhookPaths: Record<string, PathItem> = {
       {
         operationId: 'webhooks.dead_letters.list',
         summary: 'List dead letters',
-        description: 'Lists deliveries that gave up after 72 h of retries and have not been replayed, newest first, with the payload they tried to send. Filters combine with AND.',
+        description:
+          'Lists deliveries that gave up after 72 h of retries and have not been replayed, newest first, with the payload they tried to send. Filters combine with AND.',
         tags: ['webhooks'],
         parameters: [
           ...page,
@@ -228,7 +239,12 @@ export const webhookPaths: Record<string, PathItem> = {
         tags: ['webhooks'],
         parameters: [ref('parameters', 'IdempotencyKey')],
       },
-      { '201': response('The new delivery (or, with a repeated Idempotency-Key, the first answer replayed).', 'WebhookDelivery', { Location: ref('headers', 'Location'), ...idempotentReplay }) },
+      {
+        '201': response('The new delivery (or, with a repeated Idempotency-Key, the first answer replayed).', 'WebhookDelivery', {
+          Location: ref('headers', 'Location'),
+          ...idempotentReplay,
+        }),
+      },
       ['NotFound', 'ReplayConflict'],
     ),
   },
@@ -238,7 +254,7 @@ export const webhookPaths: Record<string, PathItem> = {
       {
         operationId: 'events.list',
         summary: 'List events',
-        description: 'Lists the merchant\'s events of the last 30 days, newest first, in the shape webhooks deliver them. Filters combine with AND.',
+        description: "Lists the merchant's events of the last 30 days, newest first, in the shape webhooks deliver them. Filters combine with AND.",
         tags: ['events'],
         parameters: [
           ...page,

@@ -43,7 +43,7 @@ const recordEventTypes: JsonSchema = {
 
 export const merchantUpdateSchema: JsonSchema = {
   type: 'object',
-  description: 'The merchant\'s own settings. `mode`, `plan` and `status` are the operator\'s and cannot be changed here.',
+  description: "The merchant's own settings. `mode`, `plan` and `status` are the operator's and cannot be changed here.",
   minProperties: 1,
   additionalProperties: false,
   properties: { name, default_currency: currencyCode, timezone },
@@ -91,7 +91,12 @@ export const sourceUpdateSchema: JsonSchema = {
   type: 'object',
   minProperties: 1,
   additionalProperties: false,
-  properties: { name, kind: sourceProperties.kind, status: sourceProperties.status, settings: { ...sourceSettings, description: 'Replaces the settings as a whole.' } },
+  properties: {
+    name,
+    kind: sourceProperties.kind,
+    status: sourceProperties.status,
+    settings: { ...sourceSettings, description: 'Replaces the settings as a whole.' },
+  },
 };
 
 /* Destination ------------------------------------------------------------------------------ */
@@ -110,7 +115,10 @@ const destinationProperties = {
     description:
       '`webhook`: the Merx event envelope with `hmac_sha256`, as webhook subscribers get it. `http`: the routed record alone as the JSON body (for an ERP import API). Both carry the Standard Webhooks signature headers.',
   },
-  url: { ...webhookUrl, description: 'Where routed records are POSTed. https for live merchants; private and loopback addresses are refused unless the platform allows them.' },
+  url: {
+    ...webhookUrl,
+    description: 'Where routed records are POSTed. https for live merchants; private and loopback addresses are refused unless the platform allows them.',
+  },
   status: {
     type: 'string',
     enum: [...destinationStatuses],
@@ -162,7 +170,11 @@ export const destinationUpdateSchema: JsonSchema = {
     name,
     kind: destinationProperties.kind,
     url: destinationProperties.url,
-    status: { type: 'string', enum: [...destinationStatuses], description: '`active` resumes a destination that was paused, or disabled by the merchant or by the delivery engine.' },
+    status: {
+      type: 'string',
+      enum: [...destinationStatuses],
+      description: '`active` resumes a destination that was paused, or disabled by the merchant or by the delivery engine.',
+    },
   },
 };
 
@@ -176,13 +188,13 @@ const fieldPath: JsonSchema = {
   minLength: 1,
   maxLength: 255,
   pattern: '^[A-Za-z0-9_-]+(\\.[A-Za-z0-9_-]+)*$',
-  description: 'A dotted path into the record\'s `data` (`customer.email`).',
+  description: "A dotted path into the record's `data` (`customer.email`).",
 };
 
 export const ruleTransformSchema: JsonSchema = {
   type: 'object',
   description:
-    'A field mapping applied to the record\'s `data`, in this order: `keep` (only these paths survive), `remove`, `rename` (from → to), `set` (path → JSON value). At least one of the four.',
+    "A field mapping applied to the record's `data`, in this order: `keep` (only these paths survive), `remove`, `rename` (from → to), `set` (path → JSON value). At least one of the four.",
   minProperties: 1,
   additionalProperties: false,
   properties: {
@@ -317,11 +329,22 @@ export const connectionUpdateSchema: JsonSchema = {
 
 /* Records ---------------------------------------------------------------------------------- */
 
-const recordType: JsonSchema = { type: 'string', enum: [...recordTypes], description: 'Emits orders.created, reviews.submitted, campaign_spend.updated or system_alerts.raised.' };
-export const externalId: JsonSchema = { type: 'string', minLength: 1, maxLength: 255, pattern: '\\S', description: 'The record\'s id in the source system; a record is accepted once per (source, type, external_id).' };
+const recordType: JsonSchema = {
+  type: 'string',
+  enum: [...recordTypes],
+  description: 'Emits orders.created, reviews.submitted, campaign_spend.updated or system_alerts.raised.',
+};
+export const externalId: JsonSchema = {
+  type: 'string',
+  minLength: 1,
+  maxLength: 255,
+  pattern: '\\S',
+  description: "The record's id in the source system; a record is accepted once per (source, type, external_id).",
+};
 const recordData: JsonSchema = {
   type: 'object',
-  description: 'The record\'s own data (at most 64 KiB as JSON, nested at most 16 deep). An `alert` needs `message` (string) and may give `severity` (`warning` or `critical`).',
+  description:
+    "The record's own data (at most 64 KiB as JSON, nested at most 16 deep). An `alert` needs `message` (string) and may give `severity` (`warning` or `critical`).",
 };
 
 /** A record as ingested: the `data.object` of the event it emitted (except alerts, which are system alerts). */
@@ -353,7 +376,8 @@ export const recordRouteSchema: JsonSchema = {
     outcome: {
       type: 'string',
       enum: ['routed', 'dropped', 'filtered'],
-      description: '`routed`: handed to the delivery engine (see /webhooks/deliveries?destination_id=). `dropped`: a drop rule matched. `filtered`: no forward rule matched.',
+      description:
+        '`routed`: handed to the delivery engine (see /webhooks/deliveries?destination_id=). `dropped`: a drop rule matched. `filtered`: no forward rule matched.',
     },
     rule_id: nullable(prefixedId('rul', 'The rule that decided, if one did.')),
     reason: { type: ['string', 'null'], description: 'Why, in words; includes rule evaluation errors (a missing field makes a condition false).' },
@@ -370,7 +394,11 @@ export const recordSchema: JsonSchema = {
   properties: {
     ...(ingestedRecordSchema.properties as Record<string, JsonSchema>),
     event_id: prefixedId('evt', 'The event it emitted.'),
-    routes: { type: 'array', items: { $ref: '#/components/schemas/RecordRoute' }, description: 'One entry per connection that considered it; empty until routing has run (moments after ingestion).' },
+    routes: {
+      type: 'array',
+      items: { $ref: '#/components/schemas/RecordRoute' },
+      description: 'One entry per connection that considered it; empty until routing has run (moments after ingestion).',
+    },
   },
 };
 
@@ -384,10 +412,11 @@ export const recordResultSchema: JsonSchema = {
     type: { type: ['string', 'null'] },
     external_id: { type: ['string', 'null'] },
     record_id: nullable(prefixedId('rec', 'The record: new when accepted, the earlier one when a duplicate.')),
-    event_id: nullable(prefixedId('evt', 'The event an accepted record emitted (a duplicate emits nothing; this is the first one\'s).')),
+    event_id: nullable(prefixedId('evt', "The event an accepted record emitted (a duplicate emits nothing; this is the first one's).")),
     errors: {
       type: 'array',
-      description: 'Why a record was rejected, every reason at once, with field paths relative to the record (`data.message`; `(record)` when the record is not an object); empty otherwise.',
+      description:
+        'Why a record was rejected, every reason at once, with field paths relative to the record (`data.message`; `(record)` when the record is not an object); empty otherwise.',
       items: { $ref: '#/components/schemas/FieldError' },
     },
   },
@@ -415,7 +444,7 @@ const counts: JsonSchema = { type: 'object', additionalProperties: { type: 'inte
 
 export const sandboxResetSchema: JsonSchema = {
   type: 'object',
-  description: 'A wipe of the sandbox merchant\'s data in every service; API keys and the audit log stay.',
+  description: "A wipe of the sandbox merchant's data in every service; API keys and the audit log stay.",
   required: ['id', 'object', 'status', 'seed', 'services', 'requested_at', 'completed_at'],
   additionalProperties: false,
   properties: {
@@ -425,7 +454,7 @@ export const sandboxResetSchema: JsonSchema = {
     seed: { type: 'boolean', description: 'Whether a small fixture set is created after the wipe.' },
     services: {
       type: 'array',
-      description: 'Each service\'s part, as it reports it.',
+      description: "Each service's part, as it reports it.",
       items: {
         type: 'object',
         required: ['service', 'status', 'removed', 'seeded', 'completed_at'],
@@ -447,7 +476,12 @@ export const sandboxResetSchema: JsonSchema = {
 export const sandboxResetRequestSchema: JsonSchema = {
   type: 'object',
   additionalProperties: false,
-  properties: { seed: { type: 'boolean', description: 'Create a small fixture set after the wipe: three products, a source, a paused destination, a rule and a connection. Defaults to false.' } },
+  properties: {
+    seed: {
+      type: 'boolean',
+      description: 'Create a small fixture set after the wipe: three products, a source, a paused destination, a rule and a connection. Defaults to false.',
+    },
+  },
 };
 
 /* Internal plumbing between services (not public events) ----------------------------------- */
@@ -467,7 +501,8 @@ export const destinationEndpointSchema: JsonSchema = {
       type: 'string',
       // Plaintext only in messages sent before sealing existed, still queued across the upgrade.
       anyOf: [{ pattern: '^sealed:v1:[A-Za-z0-9_-]{1,32}:[A-Za-z0-9_-]+$' }, { pattern: signingSecretSchema.pattern as string }],
-      description: 'The signing secret sealed under the key ring the services share (MERX_SECRETS_KEYS), bound to this merchant and destination; never plaintext on the bus.',
+      description:
+        'The signing secret sealed under the key ring the services share (MERX_SECRETS_KEYS), bound to this merchant and destination; never plaintext on the bus.',
     },
     version: resourceVersion,
   },

@@ -2,12 +2,11 @@ import type { JsonSchema } from './types.js';
 
 export const tokenRequestSchema: JsonSchema = {
   type: 'object',
-  description:
-    'Authenticate the client with HTTP Basic (`client_id:api_key`) or, instead, with client_id and client_secret in this form (client_secret_post).',
+  description: 'Authenticate the client with HTTP Basic (`client_id:api_key`) or, instead, with client_id and client_secret in this form (client_secret_post).',
   required: ['grant_type'],
   properties: {
     grant_type: { const: 'client_credentials' },
-    scope: { type: 'string', description: 'Space-separated scopes, a subset of the key\'s scopes; all of them when omitted.' },
+    scope: { type: 'string', description: "Space-separated scopes, a subset of the key's scopes; all of them when omitted." },
     client_id: { type: 'string', pattern: '^mx_(test|live)_[0-9A-Za-z]+$' },
     client_secret: { type: 'string', description: 'The whole API key.' },
   },
@@ -89,5 +88,11 @@ export const readinessSchema: JsonSchema = {
 export const openApiDocumentSchema: JsonSchema = {
   type: 'object',
   required: ['openapi', 'info', 'paths', 'components'],
-  properties: { openapi: { type: 'string', pattern: '^3\\.1\\.' }, info: { type: 'object' }, paths: { type: 'object' }, webhooks: { type: 'object' }, components: { type: 'object' } },
+  properties: {
+    openapi: { type: 'string', pattern: '^3\\.1\\.' },
+    info: { type: 'object' },
+    paths: { type: 'object' },
+    webhooks: { type: 'object' },
+    components: { type: 'object' },
+  },
 };

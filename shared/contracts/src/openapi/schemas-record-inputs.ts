@@ -32,19 +32,19 @@ export const recordDataFields: Record<RecordType, Record<string, JsonSchema>> = 
     total: { type: 'number', description: 'The order total as a JSON number, so rules compare it (`data.total >= 100.0`).', examples: [129.9] },
     currency: { ...currencyCode, description: 'ISO 4217 code of `total`, upper case.' },
     customer: { type: 'object', description: 'Who ordered, in the source\'s own shape (`{"email": ..., "name": ...}`).' },
-    line_items: { type: 'array', items: { type: 'object' }, description: 'The order\'s lines, each an object in the source\'s own shape.' },
+    line_items: { type: 'array', items: { type: 'object' }, description: "The order's lines, each an object in the source's own shape." },
   },
   review: {
-    rating: { type: 'number', description: 'The rating on the source\'s scale (usually 1-5).', examples: [4] },
-    title: text('The review\'s headline.'),
-    body: text('The review\'s text.'),
+    rating: { type: 'number', description: "The rating on the source's scale (usually 1-5).", examples: [4] },
+    title: text("The review's headline."),
+    body: text("The review's text."),
     author: text('Who wrote it, as the source names them.'),
-    sku: text('The reviewed product\'s sku.'),
+    sku: text("The reviewed product's sku."),
   },
   campaign_spend: {
     spend: { ...decimalAmount, description: 'Money spent, a decimal string like every amount in Merx.' },
     currency: { ...currencyCode, description: 'ISO 4217 code of `spend`, upper case.' },
-    campaign_id: text('The campaign\'s id on the ads platform.'),
+    campaign_id: text("The campaign's id on the ads platform."),
     channel: text('Where the campaign runs (`search`, `social`, ...).'),
   },
   alert: {
@@ -55,7 +55,7 @@ export const recordDataFields: Record<RecordType, Record<string, JsonSchema>> = 
       pattern: '\\S',
       description: `Required: what went wrong, 1-${MAX_ALERT_MESSAGE_LENGTH} characters, not blank. Becomes the system alert's \`message\`.`,
     },
-    severity: { type: 'string', enum: ['warning', 'critical'], description: 'The system alert\'s severity; `warning` when omitted.' },
+    severity: { type: 'string', enum: ['warning', 'critical'], description: "The system alert's severity; `warning` when omitted." },
   },
 };
 

@@ -58,8 +58,7 @@ const count = (description: string): JsonSchema => ({ type: 'integer', minimum: 
 export const signingSecretSchema: JsonSchema = {
   type: 'string',
   pattern: '^whsec_[A-Za-z0-9+/]+={0,2}$',
-  description:
-    'The signing secret (Standard Webhooks format: `whsec_` + base64 of the key bytes). Shown only on creation and rotation.',
+  description: 'The signing secret (Standard Webhooks format: `whsec_` + base64 of the key bytes). Shown only on creation and rotation.',
 };
 
 const subscriptionProperties = {
@@ -72,8 +71,7 @@ const subscriptionProperties = {
   disabled_reason: {
     type: ['string', 'null'],
     enum: [...disabledReasons, null],
-    description:
-      'Why a `disabled` subscription is disabled: the merchant did it, the endpoint answered 410 Gone, or it kept failing. Null while enabled.',
+    description: 'Why a `disabled` subscription is disabled: the merchant did it, the endpoint answered 410 Gone, or it kept failing. Null while enabled.',
   },
   secret_rotated_at: nullable(timestamp, 'When the secret was last rotated; null if never.'),
   previous_secret_expires_at: nullable(timestamp, 'Until then the previous secret signs too (a second signature); null when no previous secret signs.'),
@@ -143,7 +141,7 @@ const nullableLatency = (description: string): JsonSchema => ({ type: ['number',
 
 export const webhookSubscriptionStatsSchema: JsonSchema = {
   type: 'object',
-  description: 'How the subscription\'s endpoint has been doing over a recent window, and what is waiting.',
+  description: "How the subscription's endpoint has been doing over a recent window, and what is waiting.",
   required: ['object', 'subscription_id', 'window_start', 'window_end', 'attempts', 'succeeded', 'failed', 'success_rate', 'latency_ms', 'deliveries'],
   additionalProperties: false,
   properties: {
@@ -182,13 +180,17 @@ export const webhookAttemptSchema: JsonSchema = {
   required: ['number', 'started_at', 'status_code', 'duration_ms', 'error', 'error_message', 'response_excerpt'],
   additionalProperties: false,
   properties: {
-    number: { type: 'integer', minimum: 1, description: 'The attempt\'s position in its delivery, from 1.' },
+    number: { type: 'integer', minimum: 1, description: "The attempt's position in its delivery, from 1." },
     started_at: timestamp,
-    status_code: httpStatus('The endpoint\'s HTTP status; null when no answer came.'),
+    status_code: httpStatus("The endpoint's HTTP status; null when no answer came."),
     duration_ms: count('From sending the request to the end of the answer (or the failure).'),
     error: deliveryError('Why the attempt failed; null when it succeeded.'),
     error_message: { type: ['string', 'null'], description: 'The failure in words; null when it succeeded.' },
-    response_excerpt: { type: ['string', 'null'], maxLength: 4096, description: 'The first 4 KiB of the response body as UTF-8 text; null when no answer came.' },
+    response_excerpt: {
+      type: ['string', 'null'],
+      maxLength: 4096,
+      description: 'The first 4 KiB of the response body as UTF-8 text; null when no answer came.',
+    },
   },
 };
 
@@ -268,8 +270,21 @@ export const deadLetterReplaySchema: JsonSchema = {
 
 export const systemAlertSchema: JsonSchema = {
   type: 'object',
-  description: 'Something that needs the merchant\'s attention.',
-  required: ['id', 'object', 'kind', 'severity', 'message', 'subscription_id', 'destination_id', 'delivery_id', 'event_id', 'source_id', 'record', 'created_at'],
+  description: "Something that needs the merchant's attention.",
+  required: [
+    'id',
+    'object',
+    'kind',
+    'severity',
+    'message',
+    'subscription_id',
+    'destination_id',
+    'delivery_id',
+    'event_id',
+    'source_id',
+    'record',
+    'created_at',
+  ],
   additionalProperties: false,
   properties: {
     id: prefixedId('alr', 'Alert id.'),
@@ -277,7 +292,8 @@ export const systemAlertSchema: JsonSchema = {
     kind: {
       type: 'string',
       enum: ['event_dead_lettered', 'endpoint_disabled', 'source_error'],
-      description: 'A delivery gave up after 72 h; a subscription or destination was disabled (410 Gone or failing for too long); a source reported an error (an ingested alert record).',
+      description:
+        'A delivery gave up after 72 h; a subscription or destination was disabled (410 Gone or failing for too long); a source reported an error (an ingested alert record).',
     },
     severity: { type: 'string', enum: ['warning', 'critical'] },
     message: { type: 'string', minLength: 1 },
@@ -288,7 +304,8 @@ export const systemAlertSchema: JsonSchema = {
     source_id: nullable(prefixedId('src', 'The source that reported it, for `source_error`.')),
     record: {
       type: ['object', 'null'],
-      description: 'For `source_error`: the ingested `alert` record (`id`, `type`, `source_id`, `external_id`, `occurred_at`, `data`, `received_at`), as the records list shows it. Null otherwise.',
+      description:
+        'For `source_error`: the ingested `alert` record (`id`, `type`, `source_id`, `external_id`, `occurred_at`, `data`, `received_at`), as the records list shows it. Null otherwise.',
     },
     created_at: timestamp,
   },
@@ -302,7 +319,7 @@ export const systemAlertSchema: JsonSchema = {
 export function eventDataByTopicSchema(catalogue: ReadonlyArray<EventDefinition>): JsonSchema {
   return {
     type: 'object',
-    description: 'An event\'s `data.object` and `data.previous` as the catalogue entry named by `topic` describes them.',
+    description: "An event's `data.object` and `data.previous` as the catalogue entry named by `topic` describes them.",
     allOf: catalogue.map((definition) => ({
       if: { properties: { topic: { const: definition.name } }, required: ['topic'] },
       then: {
@@ -334,7 +351,7 @@ export const hmacSha256Schema: JsonSchema = {
   type: 'string',
   pattern: '^[0-9a-f]{64}$',
   description:
-    'Hex HMAC-SHA256 of the RFC 8785 canonical JSON of the other six fields, keyed by the secret\'s bytes (base64 after `whsec_`, the key Standard Webhooks uses).',
+    "Hex HMAC-SHA256 of the RFC 8785 canonical JSON of the other six fields, keyed by the secret's bytes (base64 after `whsec_`, the key Standard Webhooks uses).",
 };
 
 /** An event's members in the order webhooks send them, with `before` after `id`; `data` is checked against the catalogue by topic. */
@@ -369,10 +386,23 @@ export const eventSchema: JsonSchema = eventShape('A state change of the merchan
 export const webhookDeadLetterSchema: JsonSchema = {
   type: 'object',
   description: 'A delivery that gave up after 72 h of retries, with what it tried to send, until it is replayed.',
-  required: ['id', 'object', 'event_id', 'topic', 'subscription_id', 'destination_id', 'payload', 'last_status_code', 'last_error', 'attempt_count', 'dead_at', 'created_at'],
+  required: [
+    'id',
+    'object',
+    'event_id',
+    'topic',
+    'subscription_id',
+    'destination_id',
+    'payload',
+    'last_status_code',
+    'last_error',
+    'attempt_count',
+    'dead_at',
+    'created_at',
+  ],
   additionalProperties: false,
   properties: {
-    id: prefixedId('del', 'The dead delivery\'s id.'),
+    id: prefixedId('del', "The dead delivery's id."),
     object: { const: 'webhook_dead_letter' },
     event_id: deliveryProperties.event_id,
     topic: eventName,

@@ -22,7 +22,21 @@ const productStatus: JsonSchema = { type: 'string', enum: ['draft', 'active', 'a
 export const productSchema: JsonSchema = {
   type: 'object',
   description: 'A product a merchant sells.',
-  required: ['id', 'object', 'sku', 'title', 'description', 'price', 'currency', 'status', 'inventory_quantity', 'attributes', 'version', 'created_at', 'updated_at'],
+  required: [
+    'id',
+    'object',
+    'sku',
+    'title',
+    'description',
+    'price',
+    'currency',
+    'status',
+    'inventory_quantity',
+    'attributes',
+    'version',
+    'created_at',
+    'updated_at',
+  ],
   additionalProperties: false,
   properties: {
     id: prefixedId('prod', 'Product id.'),
@@ -101,7 +115,11 @@ export const merchantSchema: JsonSchema = {
     default_currency: currencyCode,
     timezone,
     status: { type: 'string', enum: ['active', 'suspended'] },
-    version: { ...resourceVersion, description: 'Increases by one on every change of the merchant, by its owner or by the operator (`profile_version` + `standing_version` - 1); the ETag is derived from it.' },
+    version: {
+      ...resourceVersion,
+      description:
+        'Increases by one on every change of the merchant, by its owner or by the operator (`profile_version` + `standing_version` - 1); the ETag is derived from it.',
+    },
     profile_version: {
       type: 'integer',
       minimum: 1,
@@ -126,7 +144,7 @@ export const merchantSchema: JsonSchema = {
  */
 export const merchantStandingSchema: JsonSchema = {
   type: 'object',
-  description: 'The merchant\'s standing: what the operator decides (mode, plan, status).',
+  description: "The merchant's standing: what the operator decides (mode, plan, status).",
   required: ['object', 'id', 'mode', 'plan', 'status', 'version', 'updated_at'],
   additionalProperties: false,
   properties: {
@@ -134,11 +152,12 @@ export const merchantStandingSchema: JsonSchema = {
     id: prefixedId('mch', 'The merchant whose standing this is.'),
     mode: merchantMode,
     plan: { ...merchantPlan, description: 'Sets the throttle numbers.' },
-    status: { type: 'string', enum: ['active', 'suspended'], description: 'A suspended merchant\'s tokens are dead and no new ones are issued.' },
+    status: { type: 'string', enum: ['active', 'suspended'], description: "A suspended merchant's tokens are dead and no new ones are issued." },
     version: {
       type: 'integer',
       minimum: 1,
-      description: 'The standing\'s own version (the merchant\'s `standing_version`): increases by one on every standing change. Keep the standing with the greatest version; an event with a smaller one is older.',
+      description:
+        "The standing's own version (the merchant's `standing_version`): increases by one on every standing change. Keep the standing with the greatest version; an event with a smaller one is older.",
     },
     updated_at: { ...timestamp, description: 'When the standing last changed.' },
   },
@@ -152,7 +171,7 @@ export const merchantCreateSchema: JsonSchema = {
     name: { type: 'string', minLength: 1, maxLength: 255 },
     owner: {
       type: 'object',
-      description: 'The merchant\'s owner, who signs in on the app consent pages.',
+      description: "The merchant's owner, who signs in on the app consent pages.",
       required: ['email'],
       additionalProperties: false,
       properties: {
@@ -236,7 +255,11 @@ export const merchantProvisioningSchema: JsonSchema = {
         id: prefixedId('usr', 'User id.'),
         object: { const: 'user' },
         email: { type: 'string', format: 'email' },
-        password: { type: 'string', minLength: 12, description: 'Only when the request gave none: the generated password, shown here once; stored only as a scrypt hash.' },
+        password: {
+          type: 'string',
+          minLength: 12,
+          description: 'Only when the request gave none: the generated password, shown here once; stored only as a scrypt hash.',
+        },
       },
     },
     api_key: { $ref: '#/components/schemas/ApiKeyWithSecret' },
@@ -245,7 +268,11 @@ export const merchantProvisioningSchema: JsonSchema = {
 
 /** Members a problem of that code must carry (declared again beside `required`, where linters look for them). */
 function requiredWith(code: string): { required?: string[]; properties?: Record<string, JsonSchema> } {
-  const members: Record<string, string[]> = { validation_failed: ['errors'], insufficient_scope: ['required_scope'], rate_limited: ['throttle_class', 'retry_after'] };
+  const members: Record<string, string[]> = {
+    validation_failed: ['errors'],
+    insufficient_scope: ['required_scope'],
+    rate_limited: ['throttle_class', 'retry_after'],
+  };
   const names = members[code];
   if (!names) return {};
   return { required: names, properties: Object.fromEntries(names.map((name) => [name, { description: `Always present with code \`${code}\`.` }])) };

@@ -107,7 +107,10 @@ function webhookEntry(definition: EventDefinition): PathItem {
 }
 
 /** The `webhooks` section and the payload components it names, for every event of `catalogue`. */
-export function webhooksOf(catalogue: ReadonlyArray<EventDefinition>, componentNameOf: ComponentNameOf): { webhooks: Record<string, PathItem>; schemas: Record<string, JsonSchema> } {
+export function webhooksOf(
+  catalogue: ReadonlyArray<EventDefinition>,
+  componentNameOf: ComponentNameOf,
+): { webhooks: Record<string, PathItem>; schemas: Record<string, JsonSchema> } {
   return {
     webhooks: Object.fromEntries(catalogue.map((definition) => [definition.name, webhookEntry(definition)])),
     schemas: Object.fromEntries(catalogue.map((definition) => [eventComponentName(definition.name), webhookPayloadSchema(definition, componentNameOf)])),

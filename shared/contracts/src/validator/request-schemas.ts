@@ -28,7 +28,15 @@ export interface DocumentedError {
 
 export const DOCUMENTED_ERROR_KEYWORD = 'x-merx-error';
 /** Keywords about an object's members, not the value itself: a member's documented error does not apply to them. */
-const MEMBER_KEYWORDS = new Set(['required', 'additionalProperties', 'unevaluatedProperties', 'propertyNames', 'minProperties', 'maxProperties', 'dependentRequired']);
+const MEMBER_KEYWORDS = new Set([
+  'required',
+  'additionalProperties',
+  'unevaluatedProperties',
+  'propertyNames',
+  'minProperties',
+  'maxProperties',
+  'dependentRequired',
+]);
 
 export interface RequestContract {
   operationId: string;
@@ -121,7 +129,14 @@ export function requestContractOf(method: string, path: string, document: OpenAp
     contract = {
       operationId: operation.operationId,
       queryNames: new Set(parameters.filter((parameter) => parameter.in === 'query').map((parameter) => parameter.name)),
-      ...(check ? { body: { required: requestBody?.required === true, check: readOnly.size > 0 ? (value: unknown) => check(value).map((issue) => asReadOnly(issue, readOnly)) : check } } : {}),
+      ...(check
+        ? {
+            body: {
+              required: requestBody?.required === true,
+              check: readOnly.size > 0 ? (value: unknown) => check(value).map((issue) => asReadOnly(issue, readOnly)) : check,
+            },
+          }
+        : {}),
     };
     index.byOperation.set(key, contract);
   }
@@ -136,13 +151,16 @@ const READ_ONLY: DocumentedError = { code: 'read_only', message: 'can be read bu
  * it was refused. Only top-level members: nested objects are replaced whole.
  */
 function asReadOnly(issue: SchemaIssue, readOnly: ReadonlySet<string>): SchemaIssue {
-  const member = issue.path.length === 1 && (issue.keyword === 'additionalProperties' || issue.keyword === 'unevaluatedProperties') ? String(issue.path[0]) : undefined;
+  const member =
+    issue.path.length === 1 && (issue.keyword === 'additionalProperties' || issue.keyword === 'unevaluatedProperties') ? String(issue.path[0]) : undefined;
   return member !== undefined && readOnly.has(member) ? { ...issue, documented: READ_ONLY } : issue;
 }
 
 /** Members of the resource an update answers with (its 200 body) that the update's own body does not take. */
 function readOnlyMembersOf(document: OpenApiDocument, operation: { responses?: Record<string, unknown> }, bodySchema: unknown): Set<string> {
-  const response = operation.responses?.['200'] ? resolveLocal<{ content?: Record<string, { schema?: unknown }> }>(document, operation.responses['200']) : undefined;
+  const response = operation.responses?.['200']
+    ? resolveLocal<{ content?: Record<string, { schema?: unknown }> }>(document, operation.responses['200'])
+    : undefined;
   const resourceSchema = response?.content?.['application/json']?.schema;
   if (!resourceSchema) return new Set();
   const settable = membersOf(document, bodySchema);
@@ -208,15 +226,19 @@ function issuesOf(errors: ErrorObject[], value: unknown): SchemaIssue[] {
     const params = error.params as Record<string, unknown>;
     const path = pathOf(error.instancePath, value);
     if (error.keyword === 'required') path.push(String(params.missingProperty));
-    else if (error.keyword === 'additionalProperties' || error.keyword === 'unevaluatedProperties') path.push(String(params.additionalProperty ?? params.unevaluatedProperty));
+    else if (error.keyword === 'additionalProperties' || error.keyword === 'unevaluatedProperties')
+      path.push(String(params.additionalProperty ?? params.unevaluatedProperty));
     else if (error.keyword === 'propertyNames') path.push(String(params.propertyName));
     const key = `${JSON.stringify(path)} ${error.keyword}`;
     // One documented error per value: a price that is neither a string nor a decimal is one invalid_decimal.
     if ([...seen].some((other) => other.startsWith(`${JSON.stringify(path)} documented`))) continue;
     if (seen.has(key)) continue;
     seen.add(key);
-    if ((error.parentSchema as Record<string, unknown> | undefined)?.[DOCUMENTED_ERROR_KEYWORD] && !MEMBER_KEYWORDS.has(error.keyword)) seen.add(`${JSON.stringify(path)} documented`);
-    const documented = MEMBER_KEYWORDS.has(error.keyword) ? undefined : ((error.parentSchema as Record<string, unknown> | undefined)?.[DOCUMENTED_ERROR_KEYWORD] as DocumentedError | undefined);
+    if ((error.parentSchema as Record<string, unknown> | undefined)?.[DOCUMENTED_ERROR_KEYWORD] && !MEMBER_KEYWORDS.has(error.keyword))
+      seen.add(`${JSON.stringify(path)} documented`);
+    const documented = MEMBER_KEYWORDS.has(error.keyword)
+      ? undefined
+      : ((error.parentSchema as Record<string, unknown> | undefined)?.[DOCUMENTED_ERROR_KEYWORD] as DocumentedError | undefined);
     issues.push({ path, keyword: error.keyword, params, ...(documented ? { documented } : {}) });
     if (issues.length >= MAX_ISSUES) break;
   }

@@ -71,12 +71,20 @@ describe('rule conditions', () => {
     }
 
     it('refuses the name the record type is bound through, as any unknown variable', () => {
-      assert.deepEqual(refusal('__merx_record_type == "order"'), { code: 'invalid_expression', message: 'Unknown variable: __merx_record_type at line 1, column 1' });
+      assert.deepEqual(refusal('__merx_record_type == "order"'), {
+        code: 'invalid_expression',
+        message: 'Unknown variable: __merx_record_type at line 1, column 1',
+      });
     });
   });
 
   describe('checkCondition wants a bool', () => {
-    const nonBool: Array<[string, string]> = [['"order"', 'string'], ['1 + 2', 'int'], ['data.total + 1.0', 'double'], ['occurred_at', 'google.protobuf.Timestamp']];
+    const nonBool: Array<[string, string]> = [
+      ['"order"', 'string'],
+      ['1 + 2', 'int'],
+      ['data.total + 1.0', 'double'],
+      ['occurred_at', 'google.protobuf.Timestamp'],
+    ];
     for (const [expression, type] of nonBool) {
       it(`refuses ${expression} (${type})`, () => {
         const { code, message } = refusal(expression);

@@ -29,12 +29,18 @@ describe('routeThroughRules', () => {
   });
 
   it('routes at the first forward rule that matches', () => {
-    const decision = routeThroughRules(job([rule('rul_small', 'forward', 'data.total < 50.0'), rule('rul_eur', 'forward', 'data.currency == "EUR"'), rule('rul_drop', 'drop', 'true')]));
+    const decision = routeThroughRules(
+      job([rule('rul_small', 'forward', 'data.total < 50.0'), rule('rul_eur', 'forward', 'data.currency == "EUR"'), rule('rul_drop', 'drop', 'true')]),
+    );
     assert.deepEqual(decision, { outcome: 'routed', data: RECORD.data, ruleId: 'rul_eur', reason: 'forward rule rul_eur matched' });
   });
 
   it('filters when forward rules exist and none matches', () => {
-    assert.deepEqual(routeThroughRules(job([rule('rul_usd', 'forward', 'data.currency == "USD"')])), { outcome: 'filtered', ruleId: null, reason: 'no forward rule matched' });
+    assert.deepEqual(routeThroughRules(job([rule('rul_usd', 'forward', 'data.currency == "USD"')])), {
+      outcome: 'filtered',
+      ruleId: null,
+      reason: 'no forward rule matched',
+    });
   });
 
   it('drops at a matching drop rule, before later forward rules', () => {

@@ -44,7 +44,8 @@ export function routeThroughRules(job: RoutingJob, cache: ConditionCache = share
     }
     if (!result.matched) continue;
     if (rule.action === 'drop') return { outcome: 'dropped', ruleId: rule.id, reason: explain(`drop rule ${rule.id} matched`, transformedBy, skipped) };
-    if (rule.action === 'forward') return { outcome: 'routed', data, ruleId: rule.id, reason: explain(`forward rule ${rule.id} matched`, transformedBy, skipped) };
+    if (rule.action === 'forward')
+      return { outcome: 'routed', data, ruleId: rule.id, reason: explain(`forward rule ${rule.id} matched`, transformedBy, skipped) };
     if (rule.transform === null) {
       skipped.push(`rule ${rule.id} skipped, it has no transform`);
       continue;
@@ -54,7 +55,12 @@ export function routeThroughRules(job: RoutingJob, cache: ConditionCache = share
   }
 
   if (!applicable.some((rule) => rule.action === 'forward')) {
-    return { outcome: 'routed', data, ruleId: null, reason: explain(`no enabled forward rule applies to ${job.eventType}, so every record not dropped is routed`, transformedBy, skipped) };
+    return {
+      outcome: 'routed',
+      data,
+      ruleId: null,
+      reason: explain(`no enabled forward rule applies to ${job.eventType}, so every record not dropped is routed`, transformedBy, skipped),
+    };
   }
   return { outcome: 'filtered', ruleId: null, reason: explain('no forward rule matched', transformedBy, skipped) };
 }

@@ -89,7 +89,13 @@ describe('RuleRunner', () => {
     const slow = runner.route(SLOW_JOB);
     const fast = runner.route(NORMAL_JOB);
     // The slow job runs for close to a minute (or until its 5 s deadline): whichever settles first tells.
-    const first = await Promise.race([fast.then(() => 'fast'), slow.then(() => 'slow', () => 'slow')]);
+    const first = await Promise.race([
+      fast.then(() => 'fast'),
+      slow.then(
+        () => 'slow',
+        () => 'slow',
+      ),
+    ]);
     assert.equal(first, 'fast', 'the fast job waited for the slow one');
     assert.deepEqual(await fast, routeThroughRules(NORMAL_JOB));
     const slowOutcome = assert.rejects(slow, /closed before the job finished/);

@@ -26,7 +26,8 @@ export class RuleRunner {
 
   constructor({ timeoutMs = 100, poolSize = 1 }: RuleRunnerOptions = {}) {
     if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) throw new RangeError(`timeoutMs must be a positive number of milliseconds; got ${timeoutMs}`);
-    if (!Number.isInteger(poolSize) || poolSize < 1 || poolSize > MAX_POOL_SIZE) throw new RangeError(`poolSize must be an integer from 1 to ${MAX_POOL_SIZE}; got ${poolSize}`);
+    if (!Number.isInteger(poolSize) || poolSize < 1 || poolSize > MAX_POOL_SIZE)
+      throw new RangeError(`poolSize must be an integer from 1 to ${MAX_POOL_SIZE}; got ${poolSize}`);
     this.timeoutMs = timeoutMs;
     const listener = { onIdle: () => this.#dispatch(), onStartFailure: (error: Error) => this.#onStartFailure(error) };
     this.#slots = Array.from({ length: poolSize }, () => new RuleWorkerSlot(timeoutMs, listener));

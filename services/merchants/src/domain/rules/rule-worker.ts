@@ -10,7 +10,16 @@ const port = parentPort;
 routeThroughRules({
   eventType: 'orders.created',
   record: { type: 'order', external_id: 'warm-up', occurred_at: '2025-01-01T00:00:00.000Z', source_id: 'src_warm_up', data: { total: 120, currency: 'EUR' } },
-  rules: [{ id: 'rul_warm_up', eventTypes: ['orders.created'], condition: 'type == "order" && data.total >= 100.0', action: 'forward', transform: null, enabled: true }],
+  rules: [
+    {
+      id: 'rul_warm_up',
+      eventTypes: ['orders.created'],
+      condition: 'type == "order" && data.total >= 100.0',
+      action: 'forward',
+      transform: null,
+      enabled: true,
+    },
+  ],
 });
 
 port.on('message', (request: RoutingRequest) => {

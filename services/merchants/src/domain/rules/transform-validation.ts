@@ -21,9 +21,14 @@ class TransformChecks {
 
   path(value: unknown, field: string): string | undefined {
     if (typeof value !== 'string') return this.fail(field, 'invalid_type', `${field} must be a dotted path string such as "customer.email"`);
-    if (value.length > TRANSFORM_LIMITS.maxPathLength) return this.fail(field, 'too_long', `${field} must be at most ${TRANSFORM_LIMITS.maxPathLength} characters`);
+    if (value.length > TRANSFORM_LIMITS.maxPathLength)
+      return this.fail(field, 'too_long', `${field} must be at most ${TRANSFORM_LIMITS.maxPathLength} characters`);
     if (!FIELD_PATH.test(value)) {
-      return this.fail(field, 'invalid_format', `${field} must be a dotted path of A-Z, a-z, 0-9, "_" or "-" segments such as "customer.email"; got ${JSON.stringify(value)}`);
+      return this.fail(
+        field,
+        'invalid_format',
+        `${field} must be a dotted path of A-Z, a-z, 0-9, "_" or "-" segments such as "customer.email"; got ${JSON.stringify(value)}`,
+      );
     }
     return value;
   }
@@ -58,7 +63,8 @@ class TransformChecks {
     for (const [from, to] of Object.entries(mapping)) {
       const source = this.path(from, fieldPath(field, from));
       const target = this.path(to, fieldPath(field, from));
-      if (source !== undefined && target !== undefined) Object.defineProperty(renames, source, { value: target, enumerable: true, writable: true, configurable: true });
+      if (source !== undefined && target !== undefined)
+        Object.defineProperty(renames, source, { value: target, enumerable: true, writable: true, configurable: true });
     }
     return this.errors.length > before ? undefined : renames;
   }
@@ -96,7 +102,8 @@ export function validateTransform(value: unknown, field = 'transform'): { spec?:
   }
   const body = value as Record<string, unknown>;
   for (const key of Object.keys(body)) {
-    if (!(OPERATIONS as readonly string[]).includes(key)) check.fail(fieldPath(field, key), 'unknown_field', `${key} is not a transform operation; use keep, remove, rename or set`);
+    if (!(OPERATIONS as readonly string[]).includes(key))
+      check.fail(fieldPath(field, key), 'unknown_field', `${key} is not a transform operation; use keep, remove, rename or set`);
   }
   if (!OPERATIONS.some((operation) => body[operation] !== undefined)) {
     check.fail(field, 'required', `${field} needs at least one of keep, remove, rename or set`);

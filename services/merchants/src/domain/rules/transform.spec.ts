@@ -20,7 +20,12 @@ const ORDER = {
 describe('rule transforms', () => {
   describe('validateTransform', () => {
     it('accepts each operation and returns only those given', () => {
-      const value = { keep: ['customer.email', 'total'], remove: ['customer.address'], rename: { total: 'amount.value' }, set: { 'meta.source': 'merx', flags: [1, { a: null }] } };
+      const value = {
+        keep: ['customer.email', 'total'],
+        remove: ['customer.address'],
+        rename: { total: 'amount.value' },
+        set: { 'meta.source': 'merx', flags: [1, { a: null }] },
+      };
       assert.deepEqual(validateTransform(value), { spec: value, errors: [] });
       assert.deepEqual(validateTransform({ remove: ['a'] }), { spec: { remove: ['a'] }, errors: [] });
     });
@@ -79,7 +84,10 @@ describe('rule transforms', () => {
 
   describe('applyTransform', () => {
     it('keeps only the listed paths; a nested path keeps its branch alone', () => {
-      assert.deepEqual(applyTransform(ORDER, { keep: ['customer.address.city', 'total', 'missing.path'] }), { total: 120, customer: { address: { city: 'Berlin' } } });
+      assert.deepEqual(applyTransform(ORDER, { keep: ['customer.address.city', 'total', 'missing.path'] }), {
+        total: 120,
+        customer: { address: { city: 'Berlin' } },
+      });
     });
 
     it('keeps a whole branch when both it and a path inside it are listed', () => {
@@ -134,7 +142,7 @@ describe('rule transforms', () => {
       assert.deepEqual(data, ORDER);
       assert.deepEqual(spec, specBefore);
       (result.items as Array<{ qty: number }>)[0]!.qty = 99;
-      ((result.customer as { tags: string[] }).tags).push('changed');
+      (result.customer as { tags: string[] }).tags.push('changed');
       assert.deepEqual(data, ORDER);
       assert.deepEqual(spec, specBefore);
     });

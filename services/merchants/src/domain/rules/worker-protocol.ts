@@ -8,6 +8,4 @@ export interface RoutingRequest {
 
 /** What a rule worker posts back: once `ready` after start, then one reply per request. */
 export type RuleWorkerReply =
-  | { kind: 'ready' }
-  | { kind: 'decision'; id: number; decision: RoutingDecision }
-  | { kind: 'failure'; id: number; message: string };
+  { kind: 'ready' } | { kind: 'decision'; id: number; decision: RoutingDecision } | { kind: 'failure'; id: number; message: string };
