@@ -230,6 +230,7 @@ describe('merchants contract: the document', () => {
         [`${collection}.update`, 'PATCH', `/api/v1/${collection}/{id}`, 'config:write'],
         [`${collection}.delete`, 'DELETE', `/api/v1/${collection}/{id}`, 'config:write'],
       ]),
+      ['destinations.rotate_secret', 'POST', '/api/v1/destinations/{id}/rotate-secret', 'config:write'],
       ['sources.records.create', 'POST', '/api/v1/sources/{id}/records', 'config:write'],
       ['sources.records.list', 'GET', '/api/v1/sources/{id}/records', 'config:read'],
       ['sandbox.reset', 'POST', '/api/v1/sandbox/reset', 'sandbox:reset'],

@@ -21,12 +21,14 @@ const eventName: JsonSchema = { type: 'string', enum: [...eventNames], descripti
 export const subscribableTopic: JsonSchema = {
   type: 'string',
   enum: ['*', ...eventTopics, ...eventNames],
+  'x-merx-error': { code: 'unknown_topic', message: 'must be an event name (orders.created), a topic (orders) or *' },
   description: 'A topic of the event catalogue (`orders`: all its events), an exact event name (`products.created`), or `*` (every event).',
 };
 
 export const topicFilterValues: JsonSchema = {
   type: 'string',
   enum: [...eventTopics, ...eventNames],
+  'x-merx-error': { code: 'unknown_topic', message: 'must be an event name (orders.created) or a topic (orders)' },
   description: 'An event name (`products.created`) or a topic (`products`: all its events).',
 };
 
@@ -34,6 +36,7 @@ export const webhookUrl: JsonSchema = {
   type: 'string',
   format: 'uri',
   pattern: '^https?://',
+  'x-merx-error': { code: 'invalid_url', message: 'must be an absolute http or https URL' },
   description: 'Where deliveries are POSTed. https in live mode; private and loopback addresses are refused unless the platform is configured to allow them.',
   examples: ['https://example.com/merx/webhooks'],
 };
