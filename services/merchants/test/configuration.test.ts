@@ -234,7 +234,7 @@ for (const { name, embedded } of databases) {
       const stranger = await harness().merchant();
       const destination = await api.destination();
       await api.events();
-      const message = { id: destination.id, object: 'destination_endpoint', reason: 'endpoint_gone', disabled_at: new Date().toISOString() };
+      const message = { id: destination.id, object: 'destination_endpoint', reason: 'endpoint_gone', disabled_at: new Date().toISOString(), version: 1 };
 
       await harness().publish(stranger.merchantId, 'internal.destination_disabled', message);
       assert.equal(
@@ -265,6 +265,10 @@ for (const { name, embedded } of databases) {
       const reactivated = await api.patch(`/api/v1/destinations/${destination.id}`, { status: 'active' });
       assert.deepEqual([reactivated.body.status, reactivated.body.disabled_reason], ['active', null]);
       await api.events();
+      // A disable of the version the engine held before the merchant re-enabled it arrives late: the newer version stands.
+      await harness().publish(api.merchantId, 'internal.destination_disabled', { ...message, reason: 'endpoint_failing', version: 2 });
+      const afterLate = await api.get(`/api/v1/destinations/${destination.id}`);
+      assert.deepEqual([afterLate.body.status, afterLate.body.version], ['active', 3]);
       // Fails today (see the report): the delivery engine's message names no actor, and the events
       // emitted in answer carry a context without one, which the event catalogue refuses.
       assert.deepEqual(harness().events.takeProblems(), [], 'every event the service emits matches the catalogue');

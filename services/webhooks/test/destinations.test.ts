@@ -189,6 +189,7 @@ for (const embedded of [false, true]) {
       const disabled = await until(() => publishedOf(api.merchantId, 'internal.destination_disabled')[0], 'internal.destination_disabled');
       assert.deepEqual(contract.validateEvent(disabled), []);
       assert.deepEqual([disabled.data.object.id, disabled.data.object.reason], [destination.id, 'endpoint_gone']);
+      assert.equal(disabled.data.object.version, destination.version, 'the disable names the version the engine held');
       const alerts = await until(() => {
         const raised = publishedOf(api.merchantId, 'system_alerts.raised');
         return raised.length >= 2 ? raised.map((e) => e.data.object as Record<string, unknown>) : undefined;

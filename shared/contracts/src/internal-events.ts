@@ -80,6 +80,8 @@ export const internalEventCatalogue: ReadonlyArray<EventDefinition> = [
         object: { const: 'destination_endpoint' },
         reason: { type: 'string', enum: ['endpoint_gone', 'endpoint_failing'] },
         disabled_at: timestamp,
+        // Optional: a message queued by the previous release has none and applies to whatever version is current.
+        version: resourceVersion,
       },
     },
   },

@@ -51,11 +51,13 @@ export function destinationRemovedEvent(merchantId: string, destination: { id: s
 export function engineDisabledDestinations({ outbox, now = () => new Date() }: { outbox: Outbox; now?: () => Date }) {
   return async function applyEngineDisable(event: MerxEvent): Promise<void> {
     const merchantId = trustedMerchantId(event.merchant_id);
-    const { id, reason } = event.data.object as { id: string; reason: 'endpoint_gone' | 'endpoint_failing' };
+    const { id, reason, version } = event.data.object as { id: string; reason: 'endpoint_gone' | 'endpoint_failing'; version?: number };
     await outbox.transaction(async (tx, emit) => {
       if (!(await recordInInbox(tx, MERCHANTS_SCHEMA, DESTINATION_HEALTH_CONSUMER, event))) return;
       const current = await findResourceForMerchant<DestinationFields>(tx, DESTINATIONS, merchantId, id, 'update');
       if (!current || current.fields.status === 'disabled') return;
+      // The engine disabled the version it held; a newer one (the merchant re-enabled or changed it since) stands.
+      if (version !== undefined && current.version !== version) return;
       const changes = { status: 'disabled' as const, disabled_reason: reason };
       const updated = await updateResourceForMerchant(tx, DESTINATIONS, merchantId, id, changes, now());
       emit(

@@ -28,6 +28,8 @@ export interface EndpointState {
   status: EndpointStatus;
   disabledReason: DisabledReason | null;
   enabledAt: Date;
+  /** The version of the resource the engine last applied (a destination's is the merchants service's). */
+  version: number;
 }
 
 /** Which id field of a delivery, dead letter or alert names the endpoint. */

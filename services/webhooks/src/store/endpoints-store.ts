@@ -60,12 +60,13 @@ interface EndpointStateRow {
   status: EndpointStatus;
   disabled_reason: DisabledReason | null;
   enabled_at: Date;
+  version: number | string;
 }
 
 /** Any endpoint of the merchant, of either kind, as the engine sees it. Tenant-scoped. */
 export async function findEndpointForMerchant(db: Queryable, merchantId: MerchantId, id: string): Promise<EndpointState | undefined> {
   const { rows } = await db.query<EndpointStateRow>(
-    `SELECT merchant_id, id, kind, url, status, disabled_reason, enabled_at FROM ${ENDPOINTS} WHERE merchant_id = $1 AND id = $2`,
+    `SELECT merchant_id, id, kind, url, status, disabled_reason, enabled_at, version FROM ${ENDPOINTS} WHERE merchant_id = $1 AND id = $2`,
     [merchantId, id],
   );
   const row = rows[0];
@@ -78,6 +79,7 @@ export async function findEndpointForMerchant(db: Queryable, merchantId: Merchan
       status: row.status,
       disabledReason: row.disabled_reason,
       enabledAt: row.enabled_at,
+      version: Number(row.version),
     }
   );
 }

@@ -34,7 +34,9 @@ async function disableEndpoint(tx: Queryable, emit: Emit, endpoint: EndpointStat
     await disableDestinationForMerchant(tx, tenant, endpoint.id, reason, now);
     emit(
       buildEvent('internal.destination_disabled', endpoint.merchantId, {
-        object: { id: endpoint.id, object: 'destination_endpoint', reason, disabled_at: now.toISOString() },
+        // The version the engine disabled: the merchants service applies it only to that version, so a
+        // disable that arrives after the merchant changed the destination (re-enabled it) changes nothing.
+        object: { id: endpoint.id, object: 'destination_endpoint', reason, disabled_at: now.toISOString(), version: endpoint.version },
       }),
     );
   }
