@@ -26,42 +26,19 @@ export function overviewPage(options: { merchant: Merchant; keys: number; subscr
     title: `Welcome, ${merchant.name}`,
     section: 'overview',
     body: html`<div class="cards">
-        <div class="card">
-          <h2>API keys</h2>
-          <p>${options.keys} key${options.keys === 1 ? '' : 's'}.</p>
-          <a href="/console/api-keys">Manage API keys</a>
-        </div>
-        <div class="card">
-          <h2>Webhooks</h2>
-          <p>${options.subscriptions} endpoint${options.subscriptions === 1 ? '' : 's'}.</p>
-          <a href="/console/webhooks">Manage endpoints</a>
-        </div>
-        <div class="card">
-          <h2>Dead letters</h2>
-          <p>
-            ${options.deadLetters === 0 ? 'None: every delivery got through or is still retrying.' : html`<strong>${options.deadLetters}${options.deadLetters >= 100 ? '+' : ''}</strong> deliveries gave up.`}
-          </p>
-          <a href="/console/webhooks/dead-letters">Inspect and replay</a>
-        </div>
-      </div>
-      <h2>Get started</h2>
-      <ol>
-        ${step(options.keys > 0, html`<a href="/console/api-keys/new">Create an API key</a> for your server, with only the scopes it needs.`)}
-        ${step(false, html`Exchange it for a token: <code>curl -u "$CLIENT_ID:$API_KEY" -d grant_type=client_credentials ${options.publicUrl}/oauth/token</code>.`)}
-        ${step(options.subscriptions > 0, html`<a href="/console/webhooks/new">Add a webhook endpoint</a> to hear about every change.`)}
-        ${step(false, html`Read the <a href="/docs">API reference</a>.`)}
-      </ol>
-      <h2>Account</h2>
-      <dl class="facts">
-        <dt>Merchant id</dt>
-        <dd><code>${merchant.id}</code></dd>
-        <dt>Mode</dt>
-        <dd>${merchant.mode}</dd>
-        <dt>Plan</dt>
-        <dd>${merchant.plan}</dd>
-        <dt>Status</dt>
-        <dd>${merchant.status}</dd>
-      </dl>`,
+  <div class="card"><h2>API keys</h2><p>${options.keys} key${options.keys === 1 ? '' : 's'}.</p><a href="/console/api-keys">Manage API keys</a></div>
+  <div class="card"><h2>Webhooks</h2><p>${options.subscriptions} endpoint${options.subscriptions === 1 ? '' : 's'}.</p><a href="/console/webhooks">Manage endpoints</a></div>
+  <div class="card"><h2>Dead letters</h2><p>${options.deadLetters === 0 ? 'None: every delivery got through or is still retrying.' : html`<strong>${options.deadLetters}${options.deadLetters >= 100 ? '+' : ''}</strong> deliveries gave up.`}</p><a href="/console/webhooks/dead-letters">Inspect and replay</a></div>
+</div>
+<h2>Get started</h2>
+<ol>
+  ${step(options.keys > 0, html`<a href="/console/api-keys/new">Create an API key</a> for your server, with only the scopes it needs.`)}
+  ${step(false, html`Exchange it for a token: <code>curl -u "$CLIENT_ID:$API_KEY" -d grant_type=client_credentials ${options.publicUrl}/oauth/token</code>.`)}
+  ${step(options.subscriptions > 0, html`<a href="/console/webhooks/new">Add a webhook endpoint</a> to hear about every change.`)}
+  ${step(false, html`Read the <a href="/docs">API reference</a>.`)}
+</ol>
+<h2>Account</h2>
+<dl class="facts"><dt>Merchant id</dt><dd><code>${merchant.id}</code></dd><dt>Mode</dt><dd>${merchant.mode}</dd><dt>Plan</dt><dd>${merchant.plan}</dd><dt>Status</dt><dd>${merchant.status}</dd></dl>`,
   };
 }
 
@@ -79,25 +56,16 @@ export function profilePage(options: {
     section: 'profile',
     notice: options.notice,
     body: html`${errors ? errorSummary(errors) : ''}
-      <form method="post" action="/console/profile" novalidate>
-        ${csrfField(options.csrf)}
-        <input type="hidden" name="version" value="${options.merchant.version}" />
-        ${textField({ name: 'name', label: 'Business name', value: values.name, required: true, ...(errors ? { errors } : {}) })}
-        ${textField({ name: 'default_currency', label: 'Default currency', value: values.default_currency, hint: 'An ISO 4217 code, e.g. EUR or USD.', required: true, ...(errors ? { errors } : {}) })}
-        ${textField({ name: 'timezone', label: 'Time zone', value: values.timezone, hint: 'An IANA time zone, e.g. Europe/Paris.', required: true, ...(errors ? { errors } : {}) })}
-        <div class="actions"><button type="submit">Save profile</button></div>
-      </form>
-      <h2>Set by Merx</h2>
-      <dl class="facts">
-        <dt>Mode</dt>
-        <dd>${options.merchant.mode}</dd>
-        <dt>Plan</dt>
-        <dd>${options.merchant.plan}</dd>
-        <dt>Status</dt>
-        <dd>${options.merchant.status}</dd>
-        <dt>Created</dt>
-        <dd>${time(options.merchant.created_at)}</dd>
-      </dl>`,
+<form method="post" action="/console/profile" novalidate>
+  ${csrfField(options.csrf)}
+  <input type="hidden" name="version" value="${options.merchant.version}">
+  ${textField({ name: 'name', label: 'Business name', value: values.name, required: true, ...(errors ? { errors } : {}) })}
+  ${textField({ name: 'default_currency', label: 'Default currency', value: values.default_currency, hint: 'An ISO 4217 code, e.g. EUR or USD.', required: true, ...(errors ? { errors } : {}) })}
+  ${textField({ name: 'timezone', label: 'Time zone', value: values.timezone, hint: 'An IANA time zone, e.g. Europe/Paris.', required: true, ...(errors ? { errors } : {}) })}
+  <div class="actions"><button type="submit">Save profile</button></div>
+</form>
+<h2>Set by Merx</h2>
+<dl class="facts"><dt>Mode</dt><dd>${options.merchant.mode}</dd><dt>Plan</dt><dd>${options.merchant.plan}</dd><dt>Status</dt><dd>${options.merchant.status}</dd><dt>Created</dt><dd>${time(options.merchant.created_at)}</dd></dl>`,
   };
 }
 
@@ -115,22 +83,22 @@ export function appsPage(list: ListPage<InstalledApp>, query: Record<string, str
     section: 'apps',
     notice,
     body: html`<p>Third-party apps you allowed to act for your account. Uninstalling one ends its access at once.</p>
-      ${
-        list.data.length === 0 && !query.cursor
-          ? emptyState('No apps installed', 'When you allow an app on the Merx consent page, it appears here with the scopes you granted.')
-          : dataTable<InstalledApp>(
-              'Installed apps',
-              [
-                { header: 'App', cell: (app) => app.name },
-                { header: 'Client id', cell: (app) => html`<code>${app.client_id}</code>` },
-                { header: 'Scopes', cell: (app) => app.scopes.map((scope) => html`<code>${scope}</code> `) },
-                { header: 'Installed', cell: (app) => time(app.installed_at) },
-                { header: 'Actions', cell: (app) => html`<a href="/console/apps/${app.id}/uninstall" aria-label="Uninstall ${app.name}">Uninstall</a>` },
-              ],
-              list.data,
-            )
-      }
-      ${pagination('/console/apps', query, list.next_cursor)}`,
+${
+  list.data.length === 0 && !query.cursor
+    ? emptyState('No apps installed', 'When you allow an app on the Merx consent page, it appears here with the scopes you granted.')
+    : dataTable<InstalledApp>(
+        'Installed apps',
+        [
+          { header: 'App', cell: (app) => app.name },
+          { header: 'Client id', cell: (app) => html`<code>${app.client_id}</code>` },
+          { header: 'Scopes', cell: (app) => app.scopes.map((scope) => html`<code>${scope}</code> `) },
+          { header: 'Installed', cell: (app) => time(app.installed_at) },
+          { header: 'Actions', cell: (app) => html`<a href="/console/apps/${app.id}/uninstall" aria-label="Uninstall ${app.name}">Uninstall</a>` },
+        ],
+        list.data,
+      )
+}
+${pagination('/console/apps', query, list.next_cursor)}`,
   };
 }
 
@@ -138,15 +106,8 @@ export function uninstallPage(app: InstalledApp, csrf: string): PageContent {
   return {
     title: `Uninstall ${app.name}?`,
     section: 'apps',
-    body: html`<p id="uninstall-consequence">
-        ${app.name} loses access at once: its refresh tokens die and its access tokens are refused within a second. You can install it again later.
-      </p>
-      <div class="actions">
-        ${actionButton({ action: `/console/apps/${app.id}/uninstall`, label: 'Uninstall app', csrf, danger: true, describedBy: 'uninstall-consequence' })}<a
-          href="/console/apps"
-          >Cancel</a
-        >
-      </div>`,
+    body: html`<p id="uninstall-consequence">${app.name} loses access at once: its refresh tokens die and its access tokens are refused within a second. You can install it again later.</p>
+<div class="actions">${actionButton({ action: `/console/apps/${app.id}/uninstall`, label: 'Uninstall app', csrf, danger: true, describedBy: 'uninstall-consequence' })}<a href="/console/apps">Cancel</a></div>`,
   };
 }
 
@@ -164,34 +125,18 @@ export function sandboxPage(options: {
     title: 'Sandbox',
     section: 'sandbox',
     body: html`${options.reset ? html`<div class="notice" role="status">Reset <code>${options.reset.id}</code> is ${options.reset.status}: ${options.reset.services.map((service) => `${service.service} ${service.status}`).join(', ')}.</div>` : ''}
-    ${
-      live
-        ? html`<p>This is a <strong>live</strong> account: its data cannot be reset. Use a sandbox account to experiment.</p>`
-        : html`<p>
-              Erase this sandbox account's data in every service: products; sources, destinations, rules, connections and records; webhook subscriptions,
-              deliveries and events. API keys and the audit log stay.
-            </p>
-            ${
-              options.error
-                ? html`<div class="error-summary" role="alert" id="error-summary" tabindex="-1">
-                    <h2>The reset did not start</h2>
-                    <p>${options.error}</p>
-                  </div>`
-                : ''
-            }
-            <form method="post" action="/console/sandbox/reset" novalidate>
-              ${csrfField(options.csrf)}
-              <div class="field">
-                <div class="checkbox">
-                  <input type="checkbox" id="field-seed" name="seed" value="true" /><label for="field-seed"
-                    >Create sample data afterwards (three products, a source, a rule, a paused destination and a connection)</label
-                  >
-                </div>
-              </div>
-              ${textField({ name: 'confirmation', label: `Type "${RESET_CONFIRMATION}" to confirm`, required: true, autocomplete: 'off', attributes: html` data-confirm-text="${RESET_CONFIRMATION}"` })}
-              <div class="actions"><button type="submit" class="danger">Reset sandbox data</button></div>
-            </form>`
-    }`,
+${
+  live
+    ? html`<p>This is a <strong>live</strong> account: its data cannot be reset. Use a sandbox account to experiment.</p>`
+    : html`<p>Erase this sandbox account's data in every service: products; sources, destinations, rules, connections and records; webhook subscriptions, deliveries and events. API keys and the audit log stay.</p>
+${options.error ? html`<div class="error-summary" role="alert" id="error-summary" tabindex="-1"><h2>The reset did not start</h2><p>${options.error}</p></div>` : ''}
+<form method="post" action="/console/sandbox/reset" novalidate>
+  ${csrfField(options.csrf)}
+  <div class="field"><div class="checkbox"><input type="checkbox" id="field-seed" name="seed" value="true"><label for="field-seed">Create sample data afterwards (three products, a source, a rule, a paused destination and a connection)</label></div></div>
+  ${textField({ name: 'confirmation', label: `Type "${RESET_CONFIRMATION}" to confirm`, required: true, autocomplete: 'off', attributes: html` data-confirm-text="${RESET_CONFIRMATION}"` })}
+  <div class="actions"><button type="submit" class="danger">Reset sandbox data</button></div>
+</form>`
+}`,
   };
 }
 
@@ -222,61 +167,53 @@ export function auditPage(list: ListPage<AuditEntry>, filters: AuditFilters, ver
   const filtered = Object.entries(filters).some(([name, value]) => name !== 'cursor' && value);
   const result = verification
     ? html`<div class="verify-result ${verification.valid ? 'valid' : 'broken'}" role="status" id="verify-result">
-        <h2>${verification.valid ? 'The audit chain verifies' : 'The audit chain is broken'}</h2>
-        ${
-          verification.valid
-            ? html`<p>
-                ${verification.entries_checked} entries checked (sequence ${verification.from_sequence} to ${verification.to_sequence}); every hash matches.
-                Head hash <code>${verification.head_hash}</code>.
-              </p>`
-            : html`<p>
-                It breaks at sequence ${verification.broken_at?.sequence}
-                (${verification.broken_at?.reason.replace(/_/g, ' ')})${verification.broken_at?.id ? html`, entry <code>${verification.broken_at.id}</code>` : ''}.
-                Contact Merx support with this page.
-              </p>`
-        }
-      </div>`
+  <h2>${verification.valid ? 'The audit chain verifies' : 'The audit chain is broken'}</h2>
+  ${
+    verification.valid
+      ? html`<p>${verification.entries_checked} entries checked (sequence ${verification.from_sequence} to ${verification.to_sequence}); every hash matches. Head hash <code>${verification.head_hash}</code>.</p>`
+      : html`<p>It breaks at sequence ${verification.broken_at?.sequence} (${verification.broken_at?.reason.replace(/_/g, ' ')})${verification.broken_at?.id ? html`, entry <code>${verification.broken_at.id}</code>` : ''}. Contact Merx support with this page.</p>`
+  }
+</div>`
     : '';
   return {
     title: 'Audit log',
     section: 'audit',
     actions: html`<form method="get" action="/console/audit/verify" class="inline"><button type="submit" class="secondary">Verify chain</button></form>`,
     body: html`<p>Every change in your account, who made it and from where, in an append-only hash chain nobody can rewrite.</p>
-      ${result}
-      ${filterForm(
-        '/console/audit',
-        html` ${textField({ name: 'action', label: 'Action', value: filters.action, hint: 'e.g. api_keys.created' })}
-        ${textField({ name: 'actor_id', label: 'Actor id', value: filters.actor_id })}
-        ${textField({ name: 'resource_type', label: 'Resource type', value: filters.resource_type })}
-        ${textField({ name: 'resource_id', label: 'Resource id', value: filters.resource_id })} ${timeFilters(filters.since, filters.until)}`,
-        '/console/audit',
-      )}
-      ${
-        list.data.length === 0
-          ? emptyState(
-              filtered ? 'No entries match these filters' : 'No entries yet',
-              filtered ? 'Clear or widen the filters.' : 'Entries appear as soon as anything changes in your account.',
-            )
-          : dataTable<AuditEntry>(
-              'Audit entries',
-              [
-                { header: '#', cell: (entry) => entry.sequence, numeric: true },
-                { header: 'When', cell: (entry) => time(entry.occurred_at) },
-                { header: 'Action', cell: (entry) => html`<code>${entry.action}</code>` },
-                { header: 'Actor', cell: (entry) => html`${entry.actor.type} <code>${entry.actor.id}</code>` },
-                { header: 'Resource', cell: (entry) => html`${entry.resource.type} <code>${entry.resource.id}</code>` },
-                {
-                  header: 'Details',
-                  cell: (entry) =>
-                    html`<details>
-                      <summary>Changes</summary>
-                      ${prettyJson({ changes: entry.changes, request_id: entry.request_id, ip: entry.ip })}
-                    </details>`,
-                },
-              ],
-              list.data,
-            )
-      }
-      ${pagination('/console/audit', { ...filters }, list.next_cursor)}`,
+${result}
+${filterForm(
+  '/console/audit',
+  html`
+  ${textField({ name: 'action', label: 'Action', value: filters.action, hint: 'e.g. api_keys.created' })}
+  ${textField({ name: 'actor_id', label: 'Actor id', value: filters.actor_id })}
+  ${textField({ name: 'resource_type', label: 'Resource type', value: filters.resource_type })}
+  ${textField({ name: 'resource_id', label: 'Resource id', value: filters.resource_id })}
+  ${timeFilters(filters.since, filters.until)}`,
+  '/console/audit',
+)}
+${
+  list.data.length === 0
+    ? emptyState(
+        filtered ? 'No entries match these filters' : 'No entries yet',
+        filtered ? 'Clear or widen the filters.' : 'Entries appear as soon as anything changes in your account.',
+      )
+    : dataTable<AuditEntry>(
+        'Audit entries',
+        [
+          { header: '#', cell: (entry) => entry.sequence, numeric: true },
+          { header: 'When', cell: (entry) => time(entry.occurred_at) },
+          { header: 'Action', cell: (entry) => html`<code>${entry.action}</code>` },
+          { header: 'Actor', cell: (entry) => html`${entry.actor.type} <code>${entry.actor.id}</code>` },
+          { header: 'Resource', cell: (entry) => html`${entry.resource.type} <code>${entry.resource.id}</code>` },
+          {
+            header: 'Details',
+            cell: (entry) =>
+              html`<details><summary>Changes</summary>${prettyJson({ changes: entry.changes, request_id: entry.request_id, ip: entry.ip })}</details>`,
+          },
+        ],
+        list.data,
+      )
+}
+${pagination('/console/audit', { ...filters }, list.next_cursor)}`,
   };
 }

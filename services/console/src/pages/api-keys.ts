@@ -62,10 +62,9 @@ export function apiKeysPage(keys: ListPage<ApiKey>, query: Record<string, string
     section: 'api-keys',
     notice,
     actions: html`<a class="button" href="/console/api-keys/new">Create API key</a>`,
-    body: html`<p>
-        Your servers call the API with these keys. A key holds only the scopes you give it; revoking one stops its tokens within a second everywhere.
-      </p>
-      ${list} ${pagination('/console/api-keys', query, keys.next_cursor)}`,
+    body: html`<p>Your servers call the API with these keys. A key holds only the scopes you give it; revoking one stops its tokens within a second everywhere.</p>
+${list}
+${pagination('/console/api-keys', query, keys.next_cursor)}`,
   };
 }
 
@@ -74,20 +73,20 @@ export function newApiKeyPage(options: { csrf: string; idempotencyKey: string; n
     title: 'Create an API key',
     section: 'api-keys',
     body: html`${options.errors ? errorSummary(options.errors) : ''}
-      <form method="post" action="/console/api-keys" novalidate>
-        ${csrfField(options.csrf)}
-        <input type="hidden" name="idempotency_key" value="${options.idempotencyKey}" />
-        ${textField({ name: 'name', label: 'Name', hint: 'What uses this key, e.g. "Storefront backend".', value: options.name, required: true, ...(options.errors ? { errors: options.errors } : {}) })}
-        ${checkboxGroup({
-          name: 'scopes',
-          legend: 'Scopes',
-          hint: 'Give the key only what it needs. You can make more keys later.',
-          choices: scopeNames.map((scope) => ({ value: scope, label: scope, hint: scopeDescriptions[scope] })),
-          checked: options.scopes ?? [],
-          ...(options.errors ? { errors: options.errors } : {}),
-        })}
-        <div class="actions"><button type="submit">Create API key</button><a href="/console/api-keys">Cancel</a></div>
-      </form>`,
+<form method="post" action="/console/api-keys" novalidate>
+  ${csrfField(options.csrf)}
+  <input type="hidden" name="idempotency_key" value="${options.idempotencyKey}">
+  ${textField({ name: 'name', label: 'Name', hint: 'What uses this key, e.g. "Storefront backend".', value: options.name, required: true, ...(options.errors ? { errors: options.errors } : {}) })}
+  ${checkboxGroup({
+    name: 'scopes',
+    legend: 'Scopes',
+    hint: 'Give the key only what it needs. You can make more keys later.',
+    choices: scopeNames.map((scope) => ({ value: scope, label: scope, hint: scopeDescriptions[scope] })),
+    checked: options.scopes ?? [],
+    ...(options.errors ? { errors: options.errors } : {}),
+  })}
+  <div class="actions"><button type="submit">Create API key</button><a href="/console/api-keys">Cancel</a></div>
+</form>`,
   };
 }
 
@@ -96,10 +95,10 @@ export function createdApiKeyPage(key: ApiKey, publicUrl: string): PageContent {
     title: `API key "${key.name}" created`,
     section: 'api-keys',
     body: html`${secretReveal({ id: 'api-key-secret', label: 'Secret API key', secret: key.secret ?? '', warning: 'This is the only time Merx shows this key: it keeps only a hash. If you lose it, revoke it and create another.' })}
-      <h2>Use it</h2>
-      <p>Exchange the key for an access token (its client id is <code>${key.prefix}</code>):</p>
-      <pre class="json" tabindex="0">curl -u "${key.prefix}:$MERX_API_KEY" -d grant_type=client_credentials ${publicUrl}/oauth/token</pre>
-      <p><a class="button" href="/console/api-keys">Done, back to API keys</a></p>`,
+<h2>Use it</h2>
+<p>Exchange the key for an access token (its client id is <code>${key.prefix}</code>):</p>
+<pre class="json" tabindex="0">curl -u "${key.prefix}:$MERX_API_KEY" -d grant_type=client_credentials ${publicUrl}/oauth/token</pre>
+<p><a class="button" href="/console/api-keys">Done, back to API keys</a></p>`,
   };
 }
 
@@ -107,14 +106,7 @@ export function revokeApiKeyPage(key: ApiKey, csrf: string): PageContent {
   return {
     title: `Revoke "${key.name}"?`,
     section: 'api-keys',
-    body: html`<p id="revoke-consequence">
-        Every server using <code>${key.prefix}</code> stops getting tokens at once, and the tokens it holds are refused within a second. This cannot be undone.
-      </p>
-      <div class="actions">
-        ${actionButton({ action: `/console/api-keys/${key.id}/revoke`, label: 'Revoke key', csrf, danger: true, describedBy: 'revoke-consequence' })}<a
-          href="/console/api-keys"
-          >Cancel</a
-        >
-      </div>`,
+    body: html`<p id="revoke-consequence">Every server using <code>${key.prefix}</code> stops getting tokens at once, and the tokens it holds are refused within a second. This cannot be undone.</p>
+<div class="actions">${actionButton({ action: `/console/api-keys/${key.id}/revoke`, label: 'Revoke key', csrf, danger: true, describedBy: 'revoke-consequence' })}<a href="/console/api-keys">Cancel</a></div>`,
   };
 }

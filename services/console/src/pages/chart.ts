@@ -50,8 +50,5 @@ export function statsChart(stats: SubscriptionStats): Html {
     text(LEFT + latencyBar(p99) + 8, 94, milliseconds(stats.latency_ms.p99)),
     '</svg>',
   ].join('');
-  return html`<figure class="stats">
-    ${raw(svg)}
-    <figcaption class="hint">Green: succeeded, red: failed. Window ${stats.window_start.slice(11, 16)}–${stats.window_end.slice(11, 16)} UTC.</figcaption>
-  </figure>`;
+  return html`<figure class="stats">${raw(svg)}<figcaption class="hint">Green: succeeded, red: failed. Window ${stats.window_start.slice(11, 16)}–${stats.window_end.slice(11, 16)} UTC.</figcaption></figure>`;
 }

@@ -88,8 +88,8 @@ const sourcesKind: ResourceKind = {
     { header: 'Status', cell: (row) => statusBadge(row.status) },
     { header: 'Created', cell: (row) => time(row.created_at) },
   ],
-  form: (values, errors) =>
-    html` ${textField({ name: 'name', label: 'Name', value: text(values.name), required: true, ...(errors ? { errors } : {}) })}
+  form: (values, errors) => html`
+    ${textField({ name: 'name', label: 'Name', value: text(values.name), required: true, ...(errors ? { errors } : {}) })}
     ${selectField({ name: 'kind', label: 'Kind', value: text(values.kind), choices: choices(sourceKinds), required: true, ...(errors ? { errors } : {}) })}
     ${selectField({ name: 'status', label: 'Status', value: text(values.status) || 'active', choices: choices(sourceStatuses), hint: 'Only active sources accept records.', ...(errors ? { errors } : {}) })}
     ${textArea({ name: 'settings', label: 'Settings (JSON)', value: text(values.settings), hint: 'Free-form settings of this source, at most 50 keys.', ...(errors ? { errors } : {}) })}`,
@@ -117,8 +117,8 @@ const destinationsKind: ResourceKind = {
     { header: 'Kind', cell: (row) => row.kind },
     { header: 'Status', cell: (row) => statusBadge(row.status) },
   ],
-  form: (values, errors) =>
-    html` ${textField({ name: 'name', label: 'Name', value: text(values.name), required: true, ...(errors ? { errors } : {}) })}
+  form: (values, errors) => html`
+    ${textField({ name: 'name', label: 'Name', value: text(values.name), required: true, ...(errors ? { errors } : {}) })}
     ${textField({ name: 'url', label: 'URL', type: 'url', value: text(values.url), required: true, hint: 'Where routed records are POSTed.', ...(errors ? { errors } : {}) })}
     ${selectField({
       name: 'kind',
@@ -150,31 +150,31 @@ const rulesKind: ResourceKind = {
     { header: 'Action', cell: (row) => row.action },
     { header: 'Enabled', cell: (row) => statusBadge(row.enabled ? 'enabled' : 'disabled') },
   ],
-  form: (values, errors, _lookups, csrf) =>
-    html` ${textField({ name: 'name', label: 'Name', value: text(values.name), required: true, ...(errors ? { errors } : {}) })}
-      ${textArea({
-        name: 'condition',
-        label: 'Condition (CEL)',
-        rows: 3,
-        value: text(values.condition),
-        hint: 'Over type, external_id, occurred_at, source_id and data, e.g. data.total >= 100.0 && data.currency == "EUR". Checked as you type.',
-        attributes: html` data-check-condition="/console/rules/check-condition" data-check-output="condition-check" data-csrf="${csrf}"`,
-        ...(errors ? { errors } : {}),
-      })}
-      <p class="condition-check" id="condition-check" role="status" aria-live="polite"></p>
-      ${selectField({ name: 'action', label: 'Action', value: text(values.action) || 'forward', choices: choices(ruleActions), required: true, ...(errors ? { errors } : {}) })}
-      ${textArea({ name: 'transform', label: 'Transform (JSON, for the transform action)', value: text(values.transform), hint: 'keep, remove, rename and set on dotted paths of data, e.g. {"remove": ["customer.email"]}.', ...(errors ? { errors } : {}) })}
-      ${checkboxGroup({ name: 'event_types', legend: 'Record events', choices: eventTypeChoices, checked: list(values.event_types), hint: 'Leave all unchecked to apply to every record event.', ...(errors ? { errors } : {}) })}
-      ${selectField({
-        name: 'enabled',
-        label: 'Enabled',
-        value: text(values.enabled) || 'true',
-        choices: [
-          { value: 'true', label: 'Enabled' },
-          { value: 'false', label: 'Disabled: connections skip it' },
-        ],
-        ...(errors ? { errors } : {}),
-      })}`,
+  form: (values, errors, _lookups, csrf) => html`
+    ${textField({ name: 'name', label: 'Name', value: text(values.name), required: true, ...(errors ? { errors } : {}) })}
+    ${textArea({
+      name: 'condition',
+      label: 'Condition (CEL)',
+      rows: 3,
+      value: text(values.condition),
+      hint: 'Over type, external_id, occurred_at, source_id and data, e.g. data.total >= 100.0 && data.currency == "EUR". Checked as you type.',
+      attributes: html` data-check-condition="/console/rules/check-condition" data-check-output="condition-check" data-csrf="${csrf}"`,
+      ...(errors ? { errors } : {}),
+    })}
+    <p class="condition-check" id="condition-check" role="status" aria-live="polite"></p>
+    ${selectField({ name: 'action', label: 'Action', value: text(values.action) || 'forward', choices: choices(ruleActions), required: true, ...(errors ? { errors } : {}) })}
+    ${textArea({ name: 'transform', label: 'Transform (JSON, for the transform action)', value: text(values.transform), hint: 'keep, remove, rename and set on dotted paths of data, e.g. {"remove": ["customer.email"]}.', ...(errors ? { errors } : {}) })}
+    ${checkboxGroup({ name: 'event_types', legend: 'Record events', choices: eventTypeChoices, checked: list(values.event_types), hint: 'Leave all unchecked to apply to every record event.', ...(errors ? { errors } : {}) })}
+    ${selectField({
+      name: 'enabled',
+      label: 'Enabled',
+      value: text(values.enabled) || 'true',
+      choices: [
+        { value: 'true', label: 'Enabled' },
+        { value: 'false', label: 'Disabled: connections skip it' },
+      ],
+      ...(errors ? { errors } : {}),
+    })}`,
   body: (form) => {
     const errors = new FormErrors();
     const transform = jsonField(form.get('transform'), 'transform', errors);
@@ -214,8 +214,8 @@ const connectionsKind: ResourceKind = {
     { header: 'Rules', cell: (row) => row.rule_ids?.length ?? 0, numeric: true },
     { header: 'Status', cell: (row) => statusBadge(row.status) },
   ],
-  form: (values, errors, lookups) =>
-    html` ${textField({ name: 'name', label: 'Name', value: text(values.name), ...(errors ? { errors } : {}) })}
+  form: (values, errors, lookups) => html`
+    ${textField({ name: 'name', label: 'Name', value: text(values.name), ...(errors ? { errors } : {}) })}
     ${selectField({ name: 'source_id', label: 'Source', value: text(values.source_id), includeBlank: 'Choose a source', choices: lookups.sources.map((row) => ({ value: row.id, label: `${row.name} (${row.id})` })), required: true, ...(errors ? { errors } : {}) })}
     ${selectField({ name: 'destination_id', label: 'Destination', value: text(values.destination_id), includeBlank: 'Choose a destination', choices: lookups.destinations.map((row) => ({ value: row.id, label: `${row.name} (${row.id})` })), required: true, ...(errors ? { errors } : {}) })}
     ${lookups.rules.length > 0 ? checkboxGroup({ name: 'rule_ids', legend: 'Rules, applied in this order', choices: lookups.rules.map((row) => ({ value: row.id, label: row.name ?? row.id, hint: String(row.condition ?? '') })), checked: list(values.rule_ids), hint: 'Without rules every record is routed.', ...(errors ? { errors } : {}) }) : html`<p class="hint">No rules yet: every record will be routed. <a href="/console/rules/new">Create a rule</a>.</p>`}
@@ -259,8 +259,7 @@ export function resourcesPage(
     section: kind.section,
     notice,
     actions: html`<a class="button" href="/console/${kind.collection}/new">Create a ${kind.singular}</a>`,
-    body: html`<p>${kind.intro}</p>
-      ${body}${pagination(`/console/${kind.collection}`, query, page.next_cursor)}`,
+    body: html`<p>${kind.intro}</p>${body}${pagination(`/console/${kind.collection}`, query, page.next_cursor)}`,
   };
 }
 
@@ -273,57 +272,33 @@ export function resourceFormPage(
     title: options.existing ? `Edit ${kind.singular} ${options.existing.name ?? options.existing.id}` : `Create a ${kind.singular}`,
     section: kind.section,
     body: html`${options.errors ? errorSummary(options.errors) : ''}
-      <form method="post" action="${action}" novalidate>
-        ${csrfField(options.csrf)} ${options.idempotencyKey ? html`<input type="hidden" name="idempotency_key" value="${options.idempotencyKey}" />` : ''}
-        ${options.existing ? html`<input type="hidden" name="version" value="${options.existing.version}" />` : ''}
-        ${kind.form(options.values, options.errors, options.lookups, options.csrf)}
-        <div class="actions">
-          <button type="submit">${options.existing ? 'Save changes' : `Create ${kind.singular}`}</button><a href="/console/${kind.collection}">Cancel</a>
-        </div>
-      </form>`,
+<form method="post" action="${action}" novalidate>
+  ${csrfField(options.csrf)}
+  ${options.idempotencyKey ? html`<input type="hidden" name="idempotency_key" value="${options.idempotencyKey}">` : ''}
+  ${options.existing ? html`<input type="hidden" name="version" value="${options.existing.version}">` : ''}
+  ${kind.form(options.values, options.errors, options.lookups, options.csrf)}
+  <div class="actions"><button type="submit">${options.existing ? 'Save changes' : `Create ${kind.singular}`}</button><a href="/console/${kind.collection}">Cancel</a></div>
+</form>`,
   };
 }
 
 export function resourcePage(kind: ResourceKind, resource: Resource, csrf: string, notice: string | undefined, secret?: string): PageContent {
   const statusControl =
     kind.statuses && resource.status
-      ? html`<form method="post" action="/console/${kind.collection}/${resource.id}/status" class="inline">
-          ${csrfField(csrf)}<input type="hidden" name="version" value="${resource.version}" /> <label for="status-select">Status</label>
-          <select id="status-select" name="status">
-            ${kind.statuses.map((status) => html`<option value="${status}" ${status === resource.status ? html` selected` : ''}>${status}</option>`)}
-          </select>
-          <button type="submit" class="secondary">Change status</button>
-        </form>`
+      ? html`<form method="post" action="/console/${kind.collection}/${resource.id}/status" class="inline">${csrfField(csrf)}<input type="hidden" name="version" value="${resource.version}">
+  <label for="status-select">Status</label> <select id="status-select" name="status">${kind.statuses.map((status) => html`<option value="${status}"${status === resource.status ? html` selected` : ''}>${status}</option>`)}</select>
+  <button type="submit" class="secondary">Change status</button></form>`
       : '';
   return {
     title: resource.name ?? resource.id,
     section: kind.section,
     notice,
     body: html`${secret ? secretReveal({ id: 'destination-secret', label: 'Signing secret', secret, warning: 'This is the only time Merx shows this secret. The destination verifies every request with it.' }) : ''}
-      <dl class="facts">
-        <dt>Id</dt>
-        <dd><code>${resource.id}</code></dd>
-        ${
-          resource.status
-            ? html`<dt>Status</dt>
-                <dd>${statusBadge(resource.status)}</dd>`
-            : ''
-        }
-        <dt>Created</dt>
-        <dd>${time(resource.created_at)}</dd>
-        <dt>Version</dt>
-        <dd>${resource.version}</dd>
-      </dl>
-      <div class="actions">
-        ${statusControl}${kind.collection === 'connections' ? '' : html`<a class="button secondary" href="/console/${kind.collection}/${resource.id}/edit">Edit</a>`}<a
-          class="button secondary"
-          href="/console/${kind.collection}/${resource.id}/delete"
-          >Delete…</a
-        >
-      </div>
-      ${kind.collection === 'destinations' ? html`<p><a href="/console/webhooks/deliveries?destination_id=${resource.id}">Deliveries to this destination</a></p>` : ''}
-      <h2>As the API returns it</h2>
-      ${prettyJson(resource)}`,
+<dl class="facts"><dt>Id</dt><dd><code>${resource.id}</code></dd>${resource.status ? html`<dt>Status</dt><dd>${statusBadge(resource.status)}</dd>` : ''}<dt>Created</dt><dd>${time(resource.created_at)}</dd><dt>Version</dt><dd>${resource.version}</dd></dl>
+<div class="actions">${statusControl}${kind.collection === 'connections' ? '' : html`<a class="button secondary" href="/console/${kind.collection}/${resource.id}/edit">Edit</a>`}<a class="button secondary" href="/console/${kind.collection}/${resource.id}/delete">Delete…</a></div>
+${kind.collection === 'destinations' ? html`<p><a href="/console/webhooks/deliveries?destination_id=${resource.id}">Deliveries to this destination</a></p>` : ''}
+<h2>As the API returns it</h2>
+${prettyJson(resource)}`,
   };
 }
 
@@ -331,15 +306,7 @@ export function deleteResourcePage(kind: ResourceKind, resource: Resource, csrf:
   return {
     title: `Delete ${kind.singular} ${resource.name ?? resource.id}?`,
     section: kind.section,
-    body: html`<p id="delete-consequence">
-        This cannot be
-        undone.${kind.collection === 'connections' ? '' : ` A ${kind.singular} that a connection uses cannot be deleted until the connection is.`}
-      </p>
-      <div class="actions">
-        ${actionButton({ action: `/console/${kind.collection}/${resource.id}/delete`, label: `Delete ${kind.singular}`, csrf, danger: true, describedBy: 'delete-consequence' })}<a
-          href="/console/${kind.collection}/${resource.id}"
-          >Cancel</a
-        >
-      </div>`,
+    body: html`<p id="delete-consequence">This cannot be undone.${kind.collection === 'connections' ? '' : ` A ${kind.singular} that a connection uses cannot be deleted until the connection is.`}</p>
+<div class="actions">${actionButton({ action: `/console/${kind.collection}/${resource.id}/delete`, label: `Delete ${kind.singular}`, csrf, danger: true, describedBy: 'delete-consequence' })}<a href="/console/${kind.collection}/${resource.id}">Cancel</a></div>`,
   };
 }

@@ -62,10 +62,12 @@ export function deliveriesPage(list: ListPage<Delivery>, filters: DeliveryFilter
   const filtered = Object.entries(filters).some(([name, value]) => name !== 'cursor' && value);
   const form = filterForm(
     '/console/webhooks/deliveries',
-    html` ${textField({ name: 'subscription_id', label: 'Subscription id', value: filters.subscription_id })}
-    ${textField({ name: 'event_id', label: 'Event id', value: filters.event_id })} ${topicFilter(filters.topic)}
-    ${selectField({ name: 'status', label: 'Status', value: filters.status, includeBlank: 'Any', choices: ['pending', 'succeeded', 'failing', 'dead'].map((status) => ({ value: status, label: status })) })}
-    ${timeFilters(filters.since, filters.until)}`,
+    html`
+  ${textField({ name: 'subscription_id', label: 'Subscription id', value: filters.subscription_id })}
+  ${textField({ name: 'event_id', label: 'Event id', value: filters.event_id })}
+  ${topicFilter(filters.topic)}
+  ${selectField({ name: 'status', label: 'Status', value: filters.status, includeBlank: 'Any', choices: ['pending', 'succeeded', 'failing', 'dead'].map((status) => ({ value: status, label: status })) })}
+  ${timeFilters(filters.since, filters.until)}`,
     '/console/webhooks/deliveries',
   );
   const body =
@@ -95,56 +97,34 @@ export function deliveryPage(delivery: Delivery & { attempts: Attempt[] }): Page
     title: `Delivery ${delivery.id}`,
     section: 'deliveries',
     body: html`<dl class="facts">
-        <dt>Status</dt>
-        <dd>${statusBadge(delivery.status)}</dd>
-        <dt>Event</dt>
-        <dd>
-          <a href="/console/events/${delivery.event_id}"><code>${delivery.event_id}</code></a> <code>${delivery.topic}</code>
-        </dd>
-        <dt>To</dt>
-        <dd>${target}</dd>
-        <dt>Created</dt>
-        <dd>${time(delivery.created_at)}</dd>
-        <dt>Next attempt</dt>
-        <dd>${delivery.next_attempt_at ? time(delivery.next_attempt_at) : '—'}</dd>
-        ${
-          delivery.replay_of
-            ? html`<dt>Replays</dt>
-                <dd>
-                  <a href="/console/webhooks/deliveries/${delivery.replay_of}"><code>${delivery.replay_of}</code></a>
-                </dd>`
-            : ''
-        }
-        ${
-          delivery.replayed_by
-            ? html`<dt>Replayed by</dt>
-                <dd>
-                  <a href="/console/webhooks/deliveries/${delivery.replayed_by}"><code>${delivery.replayed_by}</code></a>
-                </dd>`
-            : ''
-        }
-      </dl>
-      ${delivery.status === 'dead' && !delivery.replayed_by ? html`<p><a class="button" href="/console/webhooks/dead-letters/${delivery.id}">Inspect and replay this dead letter</a></p>` : ''}
-      <h2>Attempts</h2>
-      ${
-        delivery.attempts.length === 0
-          ? html`<p>No attempt yet: the first is due ${delivery.next_attempt_at ? time(delivery.next_attempt_at) : 'soon'}.</p>`
-          : dataTable<Attempt>(
-              'Attempts, oldest first',
-              [
-                { header: '#', cell: (a) => a.number, numeric: true },
-                { header: 'Started', cell: (a) => time(a.started_at) },
-                { header: 'Status code', cell: (a) => a.status_code ?? '—', numeric: true },
-                { header: 'Duration', cell: (a) => `${a.duration_ms} ms`, numeric: true },
-                {
-                  header: 'Error',
-                  cell: (a) =>
-                    a.error ? html`<code>${a.error}</code>${a.error_message ? html`<br /><span class="hint">${a.error_message}</span>` : ''}` : 'none',
-                },
-                { header: 'Response excerpt', cell: (a) => (a.response_excerpt ? html`<pre class="json" tabindex="0">${a.response_excerpt}</pre>` : '—') },
-              ],
-              delivery.attempts,
-            )
-      }`,
+  <dt>Status</dt><dd>${statusBadge(delivery.status)}</dd>
+  <dt>Event</dt><dd><a href="/console/events/${delivery.event_id}"><code>${delivery.event_id}</code></a> <code>${delivery.topic}</code></dd>
+  <dt>To</dt><dd>${target}</dd>
+  <dt>Created</dt><dd>${time(delivery.created_at)}</dd>
+  <dt>Next attempt</dt><dd>${delivery.next_attempt_at ? time(delivery.next_attempt_at) : '—'}</dd>
+  ${delivery.replay_of ? html`<dt>Replays</dt><dd><a href="/console/webhooks/deliveries/${delivery.replay_of}"><code>${delivery.replay_of}</code></a></dd>` : ''}
+  ${delivery.replayed_by ? html`<dt>Replayed by</dt><dd><a href="/console/webhooks/deliveries/${delivery.replayed_by}"><code>${delivery.replayed_by}</code></a></dd>` : ''}
+</dl>
+${delivery.status === 'dead' && !delivery.replayed_by ? html`<p><a class="button" href="/console/webhooks/dead-letters/${delivery.id}">Inspect and replay this dead letter</a></p>` : ''}
+<h2>Attempts</h2>
+${
+  delivery.attempts.length === 0
+    ? html`<p>No attempt yet: the first is due ${delivery.next_attempt_at ? time(delivery.next_attempt_at) : 'soon'}.</p>`
+    : dataTable<Attempt>(
+        'Attempts, oldest first',
+        [
+          { header: '#', cell: (a) => a.number, numeric: true },
+          { header: 'Started', cell: (a) => time(a.started_at) },
+          { header: 'Status code', cell: (a) => a.status_code ?? '—', numeric: true },
+          { header: 'Duration', cell: (a) => `${a.duration_ms} ms`, numeric: true },
+          {
+            header: 'Error',
+            cell: (a) => (a.error ? html`<code>${a.error}</code>${a.error_message ? html`<br><span class="hint">${a.error_message}</span>` : ''}` : 'none'),
+          },
+          { header: 'Response excerpt', cell: (a) => (a.response_excerpt ? html`<pre class="json" tabindex="0">${a.response_excerpt}</pre>` : '—') },
+        ],
+        delivery.attempts,
+      )
+}`,
   };
 }

@@ -46,14 +46,9 @@ export function eventPage(event: MerxEventView): PageContent {
   return {
     title: `Event ${event.id}`,
     section: 'events',
-    body: html`<dl class="facts">
-        <dt>Topic</dt>
-        <dd><code>${event.topic}</code></dd>
-        <dt>Created</dt>
-        <dd>${time(event.created_at)}</dd>
-      </dl>
-      <p><a href="/console/webhooks/deliveries?event_id=${event.id}">Deliveries of this event</a></p>
-      <h2>Payload</h2>
-      ${prettyJson(event)}`,
+    body: html`<dl class="facts"><dt>Topic</dt><dd><code>${event.topic}</code></dd><dt>Created</dt><dd>${time(event.created_at)}</dd></dl>
+<p><a href="/console/webhooks/deliveries?event_id=${event.id}">Deliveries of this event</a></p>
+<h2>Payload</h2>
+${prettyJson(event)}`,
   };
 }

@@ -9,11 +9,7 @@ import type { FormErrors } from '../web/components.js';
 export function topicPicker(checked: readonly string[], errors?: FormErrors, name = 'topics'): Html {
   const problems = errors?.of(name) ?? [];
   const box = (value: string, index: string, hint?: string) =>
-    html`<div class="checkbox">
-      <input type="checkbox" id="topic-${index}" name="${name}" value="${value}" ${checked.includes(value) ? html` checked` : ''} /><label for="topic-${index}"
-        ><code>${value}</code>${hint ? html` <span class="hint">${hint}</span>` : ''}</label
-      >
-    </div>`;
+    html`<div class="checkbox"><input type="checkbox" id="topic-${index}" name="${name}" value="${value}"${checked.includes(value) ? html` checked` : ''}><label for="topic-${index}"><code>${value}</code>${hint ? html` <span class="hint">${hint}</span>` : ''}</label></div>`;
   const singles = checked.some((value) => eventNames.includes(value as (typeof eventNames)[number]));
   return html`<fieldset class="field checkboxes${problems.length > 0 ? ' invalid' : ''}"${problems.length > 0 ? html` aria-describedby="topics-error"` : ''}>
   <legend>Topics</legend>

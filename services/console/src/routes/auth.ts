@@ -14,11 +14,7 @@ function signInProblem(console: Console, ctx: Koa.Context, text: string): void {
   renderPage(
     console,
     ctx,
-    {
-      title: 'Sign-in did not complete',
-      body: html`<p>${text}</p>
-        <p><a class="button" href="/console/sign-in">Sign in again</a></p>`,
-    },
+    { title: 'Sign-in did not complete', body: html`<p>${text}</p><p><a class="button" href="/console/sign-in">Sign in again</a></p>` },
     400,
   );
 }
@@ -88,8 +84,7 @@ export function authRoutes(console: Console): Router {
     (ctx.state as { console?: unknown }).console = undefined;
     renderPage(console, ctx, {
       title: 'You are signed out',
-      body: html`<p>Your session has ended and its tokens were revoked.</p>
-        <p><a class="button" href="/console/sign-in">Sign in again</a></p>`,
+      body: html`<p>Your session has ended and its tokens were revoked.</p><p><a class="button" href="/console/sign-in">Sign in again</a></p>`,
     });
   });
 

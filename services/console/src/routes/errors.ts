@@ -41,11 +41,7 @@ export function pageErrors(console: Console): Koa.Middleware {
         renderPage(
           console,
           ctx,
-          {
-            title: 'Page not found',
-            body: html`<p>There is no console page at this address.</p>
-              <p><a href="/console">Go to the overview</a></p>`,
-          },
+          { title: 'Page not found', body: html`<p>There is no console page at this address.</p><p><a href="/console">Go to the overview</a></p>` },
           404,
         );
       }
@@ -60,8 +56,7 @@ export function pageErrors(console: Console): Koa.Middleware {
           ctx,
           {
             title: 'Your session has ended',
-            body: html`<p>Merx no longer accepts this session (${error.detail}).</p>
-              <p><a class="button" href="/console/sign-in">Sign in again</a></p>`,
+            body: html`<p>Merx no longer accepts this session (${error.detail}).</p><p><a class="button" href="/console/sign-in">Sign in again</a></p>`,
           },
           401,
         );
@@ -73,9 +68,7 @@ export function pageErrors(console: Console): Koa.Middleware {
           ctx,
           {
             title: shown.title,
-            body: html`<p>${shown.text}</p>
-              ${error.requestId ? html`<p class="hint">Request id <code>${error.requestId}</code></p>` : ''}
-              <p><a href="/console">Go to the overview</a></p>`,
+            body: html`<p>${shown.text}</p>${error.requestId ? html`<p class="hint">Request id <code>${error.requestId}</code></p>` : ''}<p><a href="/console">Go to the overview</a></p>`,
           },
           shown.status,
         );

@@ -112,14 +112,5 @@ export function requireSession(console: Console): Koa.Middleware {
 }
 
 function refuse(console: Console, ctx: Koa.Context, title: string, text: string): void {
-  renderPage(
-    console,
-    ctx,
-    {
-      title,
-      body: html`<p>${text}</p>
-        <p><a href="/console">Back to the console</a></p>`,
-    },
-    403,
-  );
+  renderPage(console, ctx, { title, body: html`<p>${text}</p><p><a href="/console">Back to the console</a></p>` }, 403);
 }

@@ -47,18 +47,16 @@ function plainWords(entry: FieldProblem): string {
   return /[.!?]$/.test(sentence) ? sentence : `${sentence}.`;
 }
 
-export const csrfField = (token: string) => html`<input type="hidden" name="_csrf" value="${token}" />`;
+export const csrfField = (token: string) => html`<input type="hidden" name="_csrf" value="${token}">`;
 
 /** Problems not tied to a field, and a count of the rest, at the top of the form; focus lands here. */
 export function errorSummary(errors: FormErrors): Html | '' {
   if (errors.empty) return '';
   const fieldCount = [...errors.byField.values()].reduce((sum, list) => sum + list.length, 0);
   return html`<div class="error-summary" role="alert" tabindex="-1" id="error-summary">
-    <h2>This could not be saved</h2>
-    <ul>
-      ${errors.general.map((message) => html`<li>${message}</li>`)}${fieldCount > 0 ? html`<li>${fieldCount === 1 ? 'One field needs' : `${fieldCount} fields need`} your attention below.</li>` : ''}
-    </ul>
-  </div>`;
+  <h2>This could not be saved</h2>
+  <ul>${errors.general.map((message) => html`<li>${message}</li>`)}${fieldCount > 0 ? html`<li>${fieldCount === 1 ? 'One field needs' : `${fieldCount} fields need`} your attention below.</li>` : ''}</ul>
+</div>`;
 }
 
 export interface FieldOptions {
@@ -89,16 +87,10 @@ export function textField(options: FieldOptions): Html {
   const errors = options.errors?.of(options.apiField ?? options.name) ?? [];
   const described = describedBy(id, !!options.hint, errors);
   return html`<div class="field${errors.length > 0 ? ' invalid' : ''}">
-    <label for="${id}">${options.label}${options.required ? '' : html` <span class="optional">(optional)</span>`}</label>
-    ${fieldMessages(id, options.hint, errors)}
-    <input
-      id="${id}"
-      name="${options.name}"
-      type="${options.type ?? 'text'}"
-      value="${options.value ?? ''}"
-      ${options.required ? html` required` : ''}${described ? html` aria-describedby="${described}"` : ''}${errors.length > 0 ? html` aria-invalid="true"` : ''}${options.autocomplete ? html` autocomplete="${options.autocomplete}"` : ''}${options.attributes ?? ''}
-    />
-  </div>`;
+  <label for="${id}">${options.label}${options.required ? '' : html` <span class="optional">(optional)</span>`}</label>
+  ${fieldMessages(id, options.hint, errors)}
+  <input id="${id}" name="${options.name}" type="${options.type ?? 'text'}" value="${options.value ?? ''}"${options.required ? html` required` : ''}${described ? html` aria-describedby="${described}"` : ''}${errors.length > 0 ? html` aria-invalid="true"` : ''}${options.autocomplete ? html` autocomplete="${options.autocomplete}"` : ''}${options.attributes ?? ''}>
+</div>`;
 }
 
 export function textArea(options: FieldOptions & { rows?: number }): Html {
@@ -106,17 +98,10 @@ export function textArea(options: FieldOptions & { rows?: number }): Html {
   const errors = options.errors?.of(options.apiField ?? options.name) ?? [];
   const described = describedBy(id, !!options.hint, errors);
   return html`<div class="field${errors.length > 0 ? ' invalid' : ''}">
-    <label for="${id}">${options.label}${options.required ? '' : html` <span class="optional">(optional)</span>`}</label>
-    ${fieldMessages(id, options.hint, errors)}
-    <textarea
-      id="${id}"
-      name="${options.name}"
-      rows="${options.rows ?? 4}"
-      spellcheck="false"
-      ${options.required ? html` required` : ''}${described ? html` aria-describedby="${described}"` : ''}${errors.length > 0 ? html` aria-invalid="true"` : ''}${options.attributes ?? ''}
-    >
-${options.value ?? ''}</textarea>
-  </div>`;
+  <label for="${id}">${options.label}${options.required ? '' : html` <span class="optional">(optional)</span>`}</label>
+  ${fieldMessages(id, options.hint, errors)}
+  <textarea id="${id}" name="${options.name}" rows="${options.rows ?? 4}" spellcheck="false"${options.required ? html` required` : ''}${described ? html` aria-describedby="${described}"` : ''}${errors.length > 0 ? html` aria-invalid="true"` : ''}${options.attributes ?? ''}>${options.value ?? ''}</textarea>
+</div>`;
 }
 
 export interface Choice {
@@ -130,17 +115,13 @@ export function selectField(options: FieldOptions & { choices: Choice[]; include
   const errors = options.errors?.of(options.apiField ?? options.name) ?? [];
   const described = describedBy(id, !!options.hint, errors);
   return html`<div class="field${errors.length > 0 ? ' invalid' : ''}">
-    <label for="${id}">${options.label}${options.required ? '' : html` <span class="optional">(optional)</span>`}</label>
-    ${fieldMessages(id, options.hint, errors)}
-    <select
-      id="${id}"
-      name="${options.name}"
-      ${options.required ? html` required` : ''}${described ? html` aria-describedby="${described}"` : ''}${errors.length > 0 ? html` aria-invalid="true"` : ''}
-    >
-      ${options.includeBlank !== undefined ? html`<option value="">${options.includeBlank}</option>` : ''}
-      ${options.choices.map((choice) => html`<option value="${choice.value}" ${choice.value === options.value ? html` selected` : ''}>${choice.label}</option>`)}
-    </select>
-  </div>`;
+  <label for="${id}">${options.label}${options.required ? '' : html` <span class="optional">(optional)</span>`}</label>
+  ${fieldMessages(id, options.hint, errors)}
+  <select id="${id}" name="${options.name}"${options.required ? html` required` : ''}${described ? html` aria-describedby="${described}"` : ''}${errors.length > 0 ? html` aria-invalid="true"` : ''}>
+    ${options.includeBlank !== undefined ? html`<option value="">${options.includeBlank}</option>` : ''}
+    ${options.choices.map((choice) => html`<option value="${choice.value}"${choice.value === options.value ? html` selected` : ''}>${choice.label}</option>`)}
+  </select>
+</div>`;
 }
 
 /** A group of checkboxes with a legend: scopes, topics, event types. */
@@ -156,23 +137,17 @@ export function checkboxGroup(options: {
   const id = `field-${options.name}`;
   const errors = options.errors?.of(options.apiField ?? options.name) ?? [];
   const described = describedBy(id, !!options.hint, errors);
-  return html`<fieldset class="field checkboxes${errors.length > 0 ? ' invalid' : ''}" ${described ? html` aria-describedby="${described}"` : ''}>
-    <legend>${options.legend}</legend>
-    ${fieldMessages(id, options.hint, errors)}
-    ${options.choices.map(
-      (choice, index) =>
-        html`<div class="checkbox">
-          <input
-            type="checkbox"
-            id="${id}-${index}"
-            name="${options.name}"
-            value="${choice.value}"
-            ${options.checked.includes(choice.value) ? html` checked` : ''}
-          />
-          <label for="${id}-${index}"><code>${choice.label}</code>${choice.hint ? html` <span class="hint">${choice.hint}</span>` : ''}</label>
-        </div>`,
-    )}
-  </fieldset>`;
+  return html`<fieldset class="field checkboxes${errors.length > 0 ? ' invalid' : ''}"${described ? html` aria-describedby="${described}"` : ''}>
+  <legend>${options.legend}</legend>
+  ${fieldMessages(id, options.hint, errors)}
+  ${options.choices.map(
+    (
+      choice,
+      index,
+    ) => html`<div class="checkbox"><input type="checkbox" id="${id}-${index}" name="${options.name}" value="${choice.value}"${options.checked.includes(choice.value) ? html` checked` : ''}>
+    <label for="${id}-${index}"><code>${choice.label}</code>${choice.hint ? html` <span class="hint">${choice.hint}</span>` : ''}</label></div>`,
+  )}
+</fieldset>`;
 }
 
 /** A one-button form: every action that changes something is a POST with the CSRF token. */
@@ -184,24 +159,12 @@ export function actionButton(options: {
   fields?: Record<string, string>;
   describedBy?: string;
 }): Html {
-  return html`<form method="post" action="${options.action}" class="inline">
-    ${csrfField(options.csrf)}${Object.entries(options.fields ?? {}).map(([name, value]) => html`<input type="hidden" name="${name}" value="${value}" />`)}<button
-      type="submit"
-      class="${options.danger ? 'danger' : 'secondary'}"
-      ${options.describedBy ? html` aria-describedby="${options.describedBy}"` : ''}
-    >
-      ${options.label}
-    </button>
-  </form>`;
+  return html`<form method="post" action="${options.action}" class="inline">${csrfField(options.csrf)}${Object.entries(options.fields ?? {}).map(([name, value]) => html`<input type="hidden" name="${name}" value="${value}">`)}<button type="submit" class="${options.danger ? 'danger' : 'secondary'}"${options.describedBy ? html` aria-describedby="${options.describedBy}"` : ''}>${options.label}</button></form>`;
 }
 
 /** What an empty list says: what this is, and what to do next. */
 export function emptyState(title: string, text: Child, action?: Html): Html {
-  return html`<div class="empty-state">
-    <h2>${title}</h2>
-    <p>${text}</p>
-    ${action ?? ''}
-  </div>`;
+  return html`<div class="empty-state"><h2>${title}</h2><p>${text}</p>${action ?? ''}</div>`;
 }
 
 export interface Column<Row> {
@@ -212,26 +175,11 @@ export interface Column<Row> {
 }
 
 export function dataTable<Row>(caption: string, columns: Column<Row>[], rows: Row[]): Html {
-  return html`<div class="table-wrap">
-    <table>
-      <caption class="visually-hidden">
-        ${caption}
-      </caption>
-      <thead>
-        <tr>
-          ${columns.map((column) => html`<th scope="col" ${column.numeric ? html` class="numeric"` : ''}>${column.header}</th>`)}
-        </tr>
-      </thead>
-      <tbody>
-        ${rows.map(
-          (row) =>
-            html`<tr>
-              ${columns.map((column) => html`<td${column.numeric ? html` class="numeric"` : ''}>${column.cell(row)}</td>`)}
-            </tr>`,
-        )}
-      </tbody>
-    </table>
-  </div>`;
+  return html`<div class="table-wrap"><table>
+  <caption class="visually-hidden">${caption}</caption>
+  <thead><tr>${columns.map((column) => html`<th scope="col"${column.numeric ? html` class="numeric"` : ''}>${column.header}</th>`)}</tr></thead>
+  <tbody>${rows.map((row) => html`<tr>${columns.map((column) => html`<td${column.numeric ? html` class="numeric"` : ''}>${column.cell(row)}</td>`)}</tr>`)}</tbody>
+</table></div>`;
 }
 
 /** Cursor pages: back to the first page, on to the next; the filters stay in the links. */
@@ -245,8 +193,9 @@ export function pagination(basePath: string, query: Record<string, string | unde
     return search ? `${basePath}?${search}` : basePath;
   };
   return html`<nav class="pagination" aria-label="Pages">
-    ${cursor ? html`<a href="${link({})}">First page</a>` : ''} ${nextCursor ? html`<a href="${link({ cursor: nextCursor })}" rel="next">Next page</a>` : ''}
-  </nav>`;
+  ${cursor ? html`<a href="${link({})}">First page</a>` : ''}
+  ${nextCursor ? html`<a href="${link({ cursor: nextCursor })}" rel="next">Next page</a>` : ''}
+</nav>`;
 }
 
 export function statusBadge(status: string): Html {
@@ -256,21 +205,12 @@ export function statusBadge(status: string): Html {
 /** A one-time secret with its copy button (the button appears with script; the field is selectable without). */
 export function secretReveal(options: { id: string; label: string; secret: string; warning: string }): Html {
   return html`<div class="secret" role="region" aria-labelledby="${options.id}-label">
-    <p class="warning" id="${options.id}-warning"><strong>Copy it now.</strong> ${options.warning}</p>
-    <label for="${options.id}" id="${options.id}-label">${options.label}</label>
-    <div class="secret-row">
-      <input
-        id="${options.id}"
-        type="text"
-        readonly
-        value="${options.secret}"
-        class="secret-value"
-        aria-describedby="${options.id}-warning"
-        spellcheck="false"
-        autocomplete="off"
-      />
-      <button type="button" class="copy" data-copy="${options.id}" hidden>Copy</button>
-    </div>
-    <p class="copy-status" role="status" aria-live="polite" data-copy-status="${options.id}"></p>
-  </div>`;
+  <p class="warning" id="${options.id}-warning"><strong>Copy it now.</strong> ${options.warning}</p>
+  <label for="${options.id}" id="${options.id}-label">${options.label}</label>
+  <div class="secret-row">
+    <input id="${options.id}" type="text" readonly value="${options.secret}" class="secret-value" aria-describedby="${options.id}-warning" spellcheck="false" autocomplete="off">
+    <button type="button" class="copy" data-copy="${options.id}" hidden>Copy</button>
+  </div>
+  <p class="copy-status" role="status" aria-live="polite" data-copy-status="${options.id}"></p>
+</div>`;
 }

@@ -6,8 +6,7 @@ import { html, raw } from './html.js';
 describe('console page building', () => {
   it('escapes every interpolated value unless it is markup this code made', () => {
     const name = '<script>alert("x")</script> & \'quotes\'';
-    const page = html`<p title="${name}">${name}</p>
-      ${html`<b>${'<i>'}</b>`}${raw('<svg></svg>')}${[name, 1, null, undefined, false]}`;
+    const page = html`<p title="${name}">${name}</p>${html`<b>${'<i>'}</b>`}${raw('<svg></svg>')}${[name, 1, null, undefined, false]}`;
     assert.equal(
       page.value,
       '<p title="&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &#39;quotes&#39;">&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &#39;quotes&#39;</p><b>&lt;i&gt;</b><svg></svg>&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &#39;quotes&#39;1',

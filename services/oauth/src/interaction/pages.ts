@@ -63,24 +63,22 @@ footer{padding:16px 24px;color:var(--muted);font-size:.8125rem;text-align:center
 
 function layout(title: string, body: Html): string {
   return `<!doctype html>${html`<html lang="en">
-    <head>
-      <meta charset="utf-8" />
-      <meta name="viewport" content="width=device-width, initial-scale=1" />
-      <meta name="referrer" content="no-referrer" />
-      <meta name="robots" content="noindex" />
-      <title>${title} · Merx</title>
-      <style>
-        ${new Html(STYLE)}
-      </style>
-    </head>
-    <body>
-      <header>
-        <a class="brand" href="#main"><span class="brand-mark" aria-hidden="true">M</span>Merx</a>
-      </header>
-      <main id="main">${body}</main>
-      <footer>Merx · secure sign-in for merchants</footer>
-    </body>
-  </html>`}`;
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+<meta name="robots" content="noindex">
+<title>${title} · Merx</title>
+<style>${new Html(STYLE)}</style>
+</head>
+<body>
+<header><a class="brand" href="#main"><span class="brand-mark" aria-hidden="true">M</span>Merx</a></header>
+<main id="main">
+${body}
+</main>
+<footer>Merx · secure sign-in for merchants</footer>
+</body>
+</html>`}`;
 }
 
 export interface LoginPageInput {
@@ -96,36 +94,22 @@ export function loginPage(input: LoginPageInput): string {
   return layout(
     'Sign in',
     html`<section class="card" aria-labelledby="title">
-      <h1 id="title">Sign in to Merx</h1>
-      <p class="lead">to continue to <strong>${input.appName}</strong></p>
-      ${invalid ? html`<div class="alert" role="alert" id="login-error">${input.error}</div>` : ''}
-      <form method="post" action="${input.action}" novalidate>
-        <input type="hidden" name="csrf" value="${input.csrf}" />
-        <div class="field">
-          <label for="email">Email</label>
-          <input
-            id="email"
-            name="email"
-            type="email"
-            autocomplete="username"
-            required
-            value="${input.email ?? ''}"
-            ${new Html(invalid ? ' aria-invalid="true" aria-describedby="login-error"' : '')}${new Html(invalid ? '' : ' autofocus')}
-          />
-        </div>
-        <div class="field">
-          <label for="password">Password</label>
-          <input
-            id="password"
-            name="password"
-            type="password"
-            autocomplete="current-password"
-            required${new Html(invalid ? ' aria-invalid="true" aria-describedby="login-error" autofocus' : '')}
-          />
-        </div>
-        <button class="primary" type="submit">Sign in</button>
-      </form>
-    </section>`,
+<h1 id="title">Sign in to Merx</h1>
+<p class="lead">to continue to <strong>${input.appName}</strong></p>
+${invalid ? html`<div class="alert" role="alert" id="login-error">${input.error}</div>` : ''}
+<form method="post" action="${input.action}" novalidate>
+<input type="hidden" name="csrf" value="${input.csrf}">
+<div class="field">
+<label for="email">Email</label>
+<input id="email" name="email" type="email" autocomplete="username" required value="${input.email ?? ''}"${new Html(invalid ? ' aria-invalid="true" aria-describedby="login-error"' : '')}${new Html(invalid ? '' : ' autofocus')}>
+</div>
+<div class="field">
+<label for="password">Password</label>
+<input id="password" name="password" type="password" autocomplete="current-password" required${new Html(invalid ? ' aria-invalid="true" aria-describedby="login-error" autofocus' : '')}>
+</div>
+<button class="primary" type="submit">Sign in</button>
+</form>
+</section>`,
   );
 }
 
@@ -143,41 +127,24 @@ export function consentPage(input: ConsentPageInput): string {
   const initial = [...input.appName.trim()][0]?.toUpperCase() ?? '?';
   const items = input.scopes.map(
     (scope) =>
-      html`<li>
-        <span class="tick" aria-hidden="true">✓</span><span>${scopeDescriptions[scope as Scope] ?? scope}<span class="scope-name">${scope}</span></span>
-      </li>`,
+      html`<li><span class="tick" aria-hidden="true">✓</span><span>${scopeDescriptions[scope as Scope] ?? scope}<span class="scope-name">${scope}</span></span></li>`,
   );
   return layout(
     `Allow ${input.appName}`,
     html`<section class="card" aria-labelledby="title">
-      <div class="app">
-        <span class="app-mark" aria-hidden="true">${initial}</span>
-        <div><strong>${input.appName}</strong><br /><span class="scope-name">wants access to ${input.merchantName}</span></div>
-      </div>
-      <h1 id="title">Allow ${input.appName} to access your store?</h1>
-      <p class="lead">Signed in as ${input.email}. ${input.appName} will be able to:</p>
-      <ul class="scopes" aria-label="Requested permissions">
-        ${items}
-      </ul>
-      <div class="actions">
-        <form method="post" action="${input.abortAction}">
-          <input type="hidden" name="csrf" value="${input.csrf}" /><button class="secondary" type="submit">Deny</button>
-        </form>
-        <form method="post" action="${input.confirmAction}">
-          <input type="hidden" name="csrf" value="${input.csrf}" /><button class="primary" type="submit">Allow access</button>
-        </form>
-      </div>
-      <p class="note">You can remove this app at any time; its access ends at once.</p>
-    </section>`,
+<div class="app"><span class="app-mark" aria-hidden="true">${initial}</span><div><strong>${input.appName}</strong><br><span class="scope-name">wants access to ${input.merchantName}</span></div></div>
+<h1 id="title">Allow ${input.appName} to access your store?</h1>
+<p class="lead">Signed in as ${input.email}. ${input.appName} will be able to:</p>
+<ul class="scopes" aria-label="Requested permissions">${items}</ul>
+<div class="actions">
+<form method="post" action="${input.abortAction}"><input type="hidden" name="csrf" value="${input.csrf}"><button class="secondary" type="submit">Deny</button></form>
+<form method="post" action="${input.confirmAction}"><input type="hidden" name="csrf" value="${input.csrf}"><button class="primary" type="submit">Allow access</button></form>
+</div>
+<p class="note">You can remove this app at any time; its access ends at once.</p>
+</section>`,
   );
 }
 
 export function messagePage(title: string, message: string): string {
-  return layout(
-    title,
-    html`<section class="card" aria-labelledby="title">
-      <h1 id="title">${title}</h1>
-      <p class="lead" role="alert">${message}</p>
-    </section>`,
-  );
+  return layout(title, html`<section class="card" aria-labelledby="title"><h1 id="title">${title}</h1><p class="lead" role="alert">${message}</p></section>`);
 }
