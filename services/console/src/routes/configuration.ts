@@ -77,7 +77,8 @@ function kindRoutes(console: Console, router: Router, kind: ResourceKind): void 
     if (body instanceof FormErrors) return showForm(ctx, 422, submitted(form), body);
     try {
       const created = await signedIn(ctx).api.request<Resource & { secret?: string }>('POST', `/api/v1/${kind.collection}`, {
-        body,
+        // A create takes no nulls (an absent member is its default); the same form's PATCH sends them to clear a member.
+        body: Object.fromEntries(Object.entries(body).filter(([, value]) => value !== null)),
         idempotencyKey: form.get('idempotency_key') ?? undefined,
       });
       // A destination's secret exists only in this answer: shown here, not after a redirect.
