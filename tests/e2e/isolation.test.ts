@@ -101,6 +101,7 @@ const fixtures: Record<string, Fixture> = {
   '/api/v1/sources/{id}': async (stack, owner) => ({ id: (await configurationOf(stack, owner)).source }),
   '/api/v1/sources/{id}/records': async (stack, owner) => ({ id: (await configurationOf(stack, owner)).source }),
   '/api/v1/destinations/{id}': async (stack, owner) => ({ id: (await configurationOf(stack, owner)).destination }),
+  '/api/v1/destinations/{id}/rotate-secret': async (stack, owner) => ({ id: (await configurationOf(stack, owner)).destination }),
   '/api/v1/rules/{id}': async (stack, owner) => ({ id: (await configurationOf(stack, owner)).rule }),
   '/api/v1/connections/{id}': async (stack, owner) => ({ id: (await configurationOf(stack, owner)).connection }),
   '/api/v1/sandbox/resets/{id}': async (stack, owner) => {

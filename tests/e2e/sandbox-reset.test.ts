@@ -92,17 +92,18 @@ describe('sandbox reset', () => {
       [1, 1, 1, 1, 1],
     );
     assert.equal(byService.webhooks.subscriptions, 1);
-    assert.ok(byService.webhooks.deliveries >= 1);
-    assert.deepEqual(await countsOf(merchant), {
-      products: 0,
-      sources: 0,
-      destinations: 0,
-      rules: 0,
-      connections: 0,
-      subscriptions: 0,
-      deliveries: 0,
-      orderEvents: 0,
-    });
+    // The only delivery is the destination's routed record (the subscription is disabled): it goes with
+    // the destination's versioned removal, which the webhooks service applies on its own, not with its part of the reset.
+    assert.equal(byService.webhooks.deliveries, 0);
+    const emptied = { products: 0, sources: 0, destinations: 0, rules: 0, connections: 0, subscriptions: 0, deliveries: 0, orderEvents: 0 };
+    assert.deepEqual(
+      await eventually(
+        () => countsOf(merchant),
+        (counts) => JSON.stringify(counts) === JSON.stringify(emptied),
+        "the merchant's data gone everywhere",
+      ),
+      emptied,
+    );
     assert.deepEqual(await countsOf(bystander), before, 'another merchant keeps everything');
 
     // The API key still works (a new token), and the audit log still holds what happened before.
