@@ -188,6 +188,7 @@ describe('every operation of the API is a merx command', function () {
       }
       assert.equal((await step('sources.update', ['sources', 'update', source.id, '--name', 'Shop EU'])).name, 'Shop EU');
       assert.equal((await step('destinations.update', ['destinations', 'update', destination.id, '--name', 'ERP EU'])).name, 'ERP EU');
+      assert.match((await step('destinations.rotate_secret', ['destinations', 'rotate-secret', destination.id])).secret, /^whsec_/);
       assert.equal((await step('rules.update', ['rules', 'update', rule.id, '--enabled', 'false'])).enabled, false);
       assert.equal((await step('connections.update', ['connections', 'update', connection.id, '--name', 'Shop to ERP'])).name, 'Shop to ERP');
       const records = JSON.stringify([

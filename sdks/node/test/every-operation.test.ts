@@ -129,6 +129,7 @@ async function tour(merx: Merx, operator: MerxOperator, merchant: Merchant, rece
   assert.ok((await merx.connections.list()).data.some((item) => item.id === connection.id));
   await merx.sources.update(source.id, { name: 'Shop EU' });
   await merx.destinations.update(destination.id, { name: 'ERP EU' });
+  await merx.destinations.rotateSecret(destination.id);
   await merx.rules.update(rule.id, { condition: 'data.total >= 50.0' });
   await merx.connections.update(connection.id, { name: 'Shop to ERP' });
   const batch = await merx.sources.records.create(source.id, {

@@ -146,6 +146,7 @@ async def tour(call: Caller, merchant: Merchant, receiver: WebhookReceiver, fail
         assert item.id in [entry.id for entry in (await call(f"{kind}.list")).data]
     await call("sources.update", source.id, name="Shop EU")
     await call("destinations.update", destination.id, name="ERP EU")
+    assert (await call("destinations.rotate_secret", destination.id)).secret.startswith("whsec_")
     await call("rules.update", rule.id, condition="data.total >= 50.0")
     await call("connections.update", connection.id, name="Shop to ERP")
     batch = await call(
