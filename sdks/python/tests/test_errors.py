@@ -63,12 +63,15 @@ def test_409_for_a_duplicate_sku(server: MerxServer, merchant: Merchant) -> None
 
 def test_422_lists_every_field_error(server: MerxServer, merchant: Merchant) -> None:
     with Merx(merchant.api_key, base_url=server.base_url) as client, pytest.raises(merx.UnprocessableEntityError) as error:
-        client.products.create(sku="has spaces", title="x", price="19.999", currency="USD")
+        client.products.create(sku="has spaces", title="", price="19.99", currency="USD")
     assert error.value.status == 422 and error.value.code == "validation_failed"
     fields = {field_error.field: field_error.code for field_error in error.value.errors}
-    assert set(fields) == {"sku", "price"}
-    assert fields["price"] == "too_many_decimals"
+    assert fields == {"sku": "invalid_format", "title": "too_short"}
     assert all(field_error.message for field_error in error.value.errors)
+    # The money rule (the currency's minor units) is judged once the structure holds.
+    with Merx(merchant.api_key, base_url=server.base_url) as client, pytest.raises(merx.UnprocessableEntityError) as money:
+        client.products.create(sku="DEC-1", title="x", price="19.999", currency="USD")
+    assert {field_error.field: field_error.code for field_error in money.value.errors} == {"price": "too_many_decimals"}
 
 
 def test_429_from_the_real_throttle_carries_retry_after_and_the_class(server: MerxServer, merchant: Merchant) -> None:

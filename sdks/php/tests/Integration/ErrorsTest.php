@@ -98,7 +98,8 @@ final class ErrorsTest extends IntegrationTestCase
     {
         $merx = $this->merx($this->newMerchant()['api_key']);
         try {
-            $merx->products->create(['sku' => 'bad sku!', 'title' => 'x', 'price' => '19.999', 'currency' => 'USD']);
+            // Two structural problems, both named in one 422 (the money rule comes once the structure holds).
+            $merx->products->create(['sku' => 'bad sku!', 'title' => 'x', 'price' => '19.9.9', 'currency' => 'USD']);
             self::fail('expected a 422');
         } catch (UnprocessableEntityError $e) {
             self::assertSame('validation_failed', $e->errorCode);
