@@ -44,52 +44,39 @@ function toEntry(row: EntryRow): AuditEntry {
 }
 
 /**
- * Appends to the merchant's chain. The head row is locked for the rest of the transaction, so
- * replicas appending for the same merchant take turns and the chain never forks.
+ * Appends one entry to the merchant's chain (see appendEntriesForMerchant).
  */
 export async function appendEntryForMerchant(tx: Queryable, merchantId: MerchantId, unchained: UnchainedEntry): Promise<AuditEntry> {
-  await tx.query(`INSERT INTO ${HEADS} (merchant_id, sequence, hash) VALUES ($1, 0, $2) ON CONFLICT (merchant_id) DO NOTHING`, [merchantId, GENESIS_HASH]);
-  const { rows } = await tx.query<{ sequence: number | string; hash: string }>(`SELECT sequence, hash FROM ${HEADS} WHERE merchant_id = $1 FOR UPDATE`, [
-    merchantId,
-  ]);
-  const head = rows[0]!;
-  const entry = chainEntry(unchained, { sequence: Number(head.sequence), hash: head.hash });
-  await tx.query(
-    `INSERT INTO ${ENTRIES} (merchant_id, id, sequence, occurred_at, actor, action, resource_type, resource_id, changes, request_id, ip, event_id, prev_hash, hash, hash_version)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
-    [
-      merchantId,
-      entry.id,
-      entry.sequence,
-      entry.occurredAt,
-      JSON.stringify(entry.actor),
-      entry.action,
-      entry.resource.type,
-      entry.resource.id,
-      JSON.stringify(entry.changes),
-      entry.requestId,
-      entry.ip,
-      entry.eventId,
-      entry.prevHash,
-      entry.hash,
-      entry.hashVersion,
-    ],
-  );
-  await tx.query(`UPDATE ${HEADS} SET sequence = $2, hash = $3 WHERE merchant_id = $1`, [merchantId, entry.sequence, entry.hash]);
-  return entry;
+  const [entry] = await appendEntriesForMerchant(tx, merchantId, [unchained]);
+  return entry!;
 }
 
 /**
- * Appends several entries of one merchant in one go: the head is locked once, the entries are
- * chained in the given order and written by one statement. Group commit for a busy merchant.
+ * Locks the merchant's chain head for the rest of the transaction and reads it, so replicas
+ * appending for the same merchant take turns and the chain never forks. One statement once the
+ * head exists; a merchant's first append creates it (a concurrent creator's insert waits for
+ * ours, then does nothing, and its lock then waits for our commit).
+ */
+async function lockChainHead(tx: Queryable, merchantId: MerchantId): Promise<{ sequence: number; hash: string }> {
+  const lockAndRead = () =>
+    tx.query<{ sequence: number | string; hash: string }>(`SELECT sequence, hash FROM ${HEADS} WHERE merchant_id = $1 FOR UPDATE`, [merchantId]);
+  let { rows } = await lockAndRead();
+  if (rows.length === 0) {
+    await tx.query(`INSERT INTO ${HEADS} (merchant_id, sequence, hash) VALUES ($1, 0, $2) ON CONFLICT (merchant_id) DO NOTHING`, [merchantId, GENESIS_HASH]);
+    ({ rows } = await lockAndRead());
+  }
+  return { sequence: Number(rows[0]!.sequence), hash: rows[0]!.hash };
+}
+
+/**
+ * Appends entries of one merchant in one go: the head is locked once, the entries are chained in
+ * the given order, and they and the new head are written by one statement. Two round trips per
+ * batch (every statement is a round trip, and on PGlite each costs about half a millisecond of
+ * CPU); group commit for a busy merchant.
  */
 export async function appendEntriesForMerchant(tx: Queryable, merchantId: MerchantId, unchained: UnchainedEntry[]): Promise<AuditEntry[]> {
   if (unchained.length === 0) return [];
-  await tx.query(`INSERT INTO ${HEADS} (merchant_id, sequence, hash) VALUES ($1, 0, $2) ON CONFLICT (merchant_id) DO NOTHING`, [merchantId, GENESIS_HASH]);
-  const { rows } = await tx.query<{ sequence: number | string; hash: string }>(`SELECT sequence, hash FROM ${HEADS} WHERE merchant_id = $1 FOR UPDATE`, [
-    merchantId,
-  ]);
-  let previous = { sequence: Number(rows[0]!.sequence), hash: rows[0]!.hash };
+  let previous = await lockChainHead(tx, merchantId);
   const entries = unchained.map((entry) => {
     const chained = chainEntry(entry, previous);
     previous = { sequence: chained.sequence, hash: chained.hash };
@@ -98,8 +85,11 @@ export async function appendEntriesForMerchant(tx: Queryable, merchantId: Mercha
   // One statement text for any batch size (arrays through unnest), so it is prepared once per connection.
   const column = <T>(pick: (entry: AuditEntry) => T) => entries.map(pick);
   await tx.query(
-    `INSERT INTO ${ENTRIES} (merchant_id, id, sequence, occurred_at, actor, action, resource_type, resource_id, changes, request_id, ip, event_id, prev_hash, hash, hash_version)
-     SELECT $1, * FROM unnest($2::text[], $3::bigint[], $4::timestamptz[], $5::jsonb[], $6::text[], $7::text[], $8::text[], $9::jsonb[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $15::smallint[])`,
+    `WITH appended AS (
+       INSERT INTO ${ENTRIES} (merchant_id, id, sequence, occurred_at, actor, action, resource_type, resource_id, changes, request_id, ip, event_id, prev_hash, hash, hash_version)
+       SELECT $1, * FROM unnest($2::text[], $3::bigint[], $4::timestamptz[], $5::jsonb[], $6::text[], $7::text[], $8::text[], $9::jsonb[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $15::smallint[])
+     )
+     UPDATE ${HEADS} SET sequence = $16, hash = $17 WHERE merchant_id = $1`,
     [
       merchantId,
       column((entry) => entry.id),
@@ -116,9 +106,10 @@ export async function appendEntriesForMerchant(tx: Queryable, merchantId: Mercha
       column((entry) => entry.prevHash),
       column((entry) => entry.hash),
       column((entry) => entry.hashVersion),
+      previous.sequence,
+      previous.hash,
     ],
   );
-  await tx.query(`UPDATE ${HEADS} SET sequence = $2, hash = $3 WHERE merchant_id = $1`, [merchantId, previous.sequence, previous.hash]);
   return entries;
 }
 
