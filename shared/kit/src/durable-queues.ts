@@ -42,6 +42,13 @@ export const busMigrations: Migration[] = [
   },
 ];
 
+/** A message for one stored queue, serialised once for all the queues it goes to. */
+export interface QueueMessage {
+  queue: string;
+  event: MerxEvent;
+  body: string;
+}
+
 export interface StoredMessage {
   id: number;
   queue: string;
@@ -117,16 +124,41 @@ export class DurableQueueStore {
   }
 
   /** In the caller's transaction: one statement for every message of a publication. Ids in the order given. */
-  async enqueue(tx: Queryable, messages: Array<{ queue: string; event: MerxEvent; body: string }>): Promise<number[]> {
+  async enqueue(tx: Queryable, messages: QueueMessage[]): Promise<number[]> {
     if (messages.length === 0) return [];
-    // Rows are fed in the order given and each takes the next id, so sorted ids match the messages.
-    const { rows } = await tx.query<{ id: number }>(
-      `INSERT INTO ${this.schema}.messages (queue, event_id, topic, payload)
-       SELECT queue, event_id, topic, payload FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS m(queue, event_id, topic, payload, ordinal) ORDER BY ordinal
-       RETURNING id`,
-      [messages.map((m) => m.queue), messages.map((m) => m.event.id), messages.map((m) => m.event.topic), messages.map((m) => m.body)],
-    );
+    const values: unknown[] = [];
+    const { rows } = await tx.query<{ id: number }>(this.enqueueStatement(messages, values), values);
     return rows.map((row) => Number(row.id)).sort((a, b) => a - b);
+  }
+
+  /**
+   * The insert of `messages` as one statement over arrays appended to `values`, returning the new
+   * ids: to run alone (enqueue) or as a clause of the writer's own statement (Outbox.withEvents).
+   * Rows are fed in the order given and each takes the next id, so sorted ids match the messages.
+   */
+  enqueueStatement(messages: QueueMessage[], values: unknown[]): string {
+    values.push(
+      messages.map((m) => m.queue),
+      messages.map((m) => m.event.id),
+      messages.map((m) => m.event.topic),
+      messages.map((m) => m.body),
+    );
+    const [queue, eventId, topic, payload] = [values.length - 3, values.length - 2, values.length - 1, values.length];
+    return `INSERT INTO ${this.schema}.messages (queue, event_id, topic, payload)
+       SELECT queue, event_id, topic, payload FROM unnest($${queue}::text[], $${eventId}::text[], $${topic}::text[], $${payload}::text[]) WITH ORDINALITY AS m(queue, event_id, topic, payload, ordinal) ORDER BY ordinal
+       RETURNING id`;
+  }
+
+  /**
+   * In the transaction that has just written `messages`: their ids, oldest first. The newest rows
+   * of their events are theirs, since this process is the database's only writer of queues.
+   */
+  async newestIdsOf(tx: Queryable, messages: QueueMessage[]): Promise<number[]> {
+    const { rows } = await tx.query<{ id: number | string }>(
+      `SELECT id FROM ${this.schema}.messages WHERE event_id = ANY($1::text[]) ORDER BY id DESC LIMIT $2`,
+      [[...new Set(messages.map((m) => m.event.id))], messages.length],
+    );
+    return rows.map((row) => Number(row.id)).reverse();
   }
 
   async ack(ids: number[]): Promise<void> {

@@ -15,7 +15,7 @@ import {
   outageRetryDelay,
 } from './bus.js';
 import type { Db, Queryable } from './db.js';
-import { DurableQueueStore, type StoredMessage } from './durable-queues.js';
+import { DurableQueueStore, type QueueMessage, type StoredMessage } from './durable-queues.js';
 import { runInEventContext, topicMatches, type MerxEvent } from './events.js';
 import type { Logger } from './logger.js';
 import { busMessages, busPoisoned, busRetried } from './metrics.js';
@@ -61,6 +61,18 @@ interface LocalQueue {
   deliveryLimit: number;
   /** Poisoned messages of a queue that is not stored; stored ones are in the store. */
   poison: PoisonedMessage[];
+}
+
+/** A publication routed but not yet written (MemoryBus.route). */
+export interface RoutedPublication {
+  /** The rows of the stored queues, in the order their ids must come back. */
+  stored: QueueMessage[];
+  /** The insert of `stored` as one statement returning their ids; parameters appended to `values`. */
+  enqueueStatement(values: unknown[]): string;
+  /** The ids of `stored` read back in the writing transaction, for a statement whose own rows could not carry them. */
+  readIds(tx: Queryable): Promise<number[]>;
+  /** Given the ids the insert returned (sorted), what hands every message to its consumers after commit. */
+  handOver(ids: number[]): () => void;
 }
 
 export interface MemoryBusOptions {
@@ -133,6 +145,18 @@ export class MemoryBus implements Bus {
    * returns what hands them to consumers, to be called once that transaction has committed.
    */
   async publishWithin(tx: Queryable | undefined, events: MerxEvent[]): Promise<() => void> {
+    const publication = this.route(events);
+    if (publication.stored.length === 0) return publication.handOver([]);
+    if (!tx || !this.store) throw new Error('a stored queue needs the publishing transaction');
+    return publication.handOver(await this.store.enqueue(tx, publication.stored));
+  }
+
+  /**
+   * Routes `events` to the queues bound to them: the rows the stored queues need (for the
+   * publisher to write in its own transaction, alone or inside its own statement) and what hands
+   * every message to its consumers once those rows have committed, given their ids in order.
+   */
+  route(events: MerxEvent[]): RoutedPublication {
     const routed: Array<{ queue: LocalQueue; message: QueuedMessage; event: MerxEvent }> = [];
     for (const event of events) {
       const body = JSON.stringify(event);
@@ -145,21 +169,24 @@ export class MemoryBus implements Bus {
       }
     }
     const stored = routed.filter((entry) => entry.queue.stored);
-    if (stored.length > 0) {
-      if (!tx || !this.store) throw new Error('a stored queue needs the publishing transaction');
-      const ids = await this.store.enqueue(
-        tx,
-        stored.map(({ queue, message, event }) => ({ queue: queue.name, event, body: message.body })),
-      );
-      stored.forEach((entry, index) => (entry.message.rowId = ids[index]!));
-    }
-    return () => {
-      for (const { queue, message } of routed) {
-        if (this.queues.get(queue.name) !== queue) continue; // a transient queue closed meanwhile
-        queue.ready.push(message);
-        this.drain(queue);
-      }
-      for (const event of events) busMessages.inc({ service: this.service, direction: 'published', topic: event.topic });
+    if (stored.length > 0 && !this.store) throw new Error('a stored queue needs the durable store');
+    const rows = stored.map(({ queue, message, event }) => ({ queue: queue.name, event, body: message.body }));
+    return {
+      stored: rows,
+      enqueueStatement: (values) => this.store!.enqueueStatement(rows, values),
+      readIds: (tx) => this.store!.newestIdsOf(tx, rows),
+      handOver: (ids) => {
+        if (ids.length !== stored.length) throw new Error(`${stored.length} stored messages were written, ${ids.length} ids came back`);
+        stored.forEach((entry, index) => (entry.message.rowId = ids[index]!));
+        return () => {
+          for (const { queue, message } of routed) {
+            if (this.queues.get(queue.name) !== queue) continue; // a transient queue closed meanwhile
+            queue.ready.push(message);
+            this.drain(queue);
+          }
+          for (const event of events) busMessages.inc({ service: this.service, direction: 'published', topic: event.topic });
+        };
+      },
     };
   }
 

@@ -37,6 +37,12 @@ export type Emit = (event: MerxEvent) => void;
  * The transactional outbox: a state change and the events describing it commit in one
  * transaction, so an event is published if and only if its change happened. After commit the
  * relay is woken at once; its polling only covers crashes and other replicas' rows.
+ *
+ * Given the embedded bus whose queues live in this very database (`sameDatabaseBus`), the events
+ * skip the outbox table: the transaction writes them straight into their queues, and they are
+ * handed to consumers once it commits. A crash at any instant still loses nothing (the queue rows
+ * commit with the change), and the relay's own transaction per event, two statements and a
+ * commit on a single-threaded PGlite, is gone. The relay still drains rows an older version left.
  */
 export class Outbox {
   private readonly listeners = new Set<() => void>();
@@ -44,17 +50,22 @@ export class Outbox {
   constructor(
     private readonly db: Db,
     readonly schema: string,
-  ) {}
+    private readonly sameDatabaseBus?: MemoryBus,
+  ) {
+    if (sameDatabaseBus && !sameDatabaseBus.storesIn(db)) throw new Error('the outbox can publish straight to a bus only when its queues live in the same database');
+  }
 
   async transaction<T>(work: (tx: Queryable, emit: Emit) => Promise<T>): Promise<T> {
     const events: MerxEvent[] = [];
+    let handOver: (() => void) | undefined;
     const result = await this.db.transaction(async (tx) => {
       const value = await work(tx, (event) => events.push(event));
-      await this.record(tx, events);
+      handOver = await this.record(tx, events);
       return value;
     });
     // Inside a unit of work the rows are visible only once the whole unit commits.
-    if (events.length > 0) this.db.afterCommit(() => this.notify());
+    if (handOver) this.db.afterCommit(handOver);
+    else if (events.length > 0) this.db.afterCommit(() => this.notify());
     return result;
   }
 
@@ -62,10 +73,13 @@ export class Outbox {
     for (const listener of this.listeners) listener();
   }
 
-  async record(tx: Queryable, events: MerxEvent[]): Promise<void> {
-    if (events.length === 0) return;
+  /** Writes `events` in `tx`; with a same-database bus, returns what hands them to consumers once `tx` has committed. */
+  async record(tx: Queryable, events: MerxEvent[]): Promise<(() => void) | undefined> {
+    if (events.length === 0) return undefined;
+    if (this.sameDatabaseBus) return this.sameDatabaseBus.publishWithin(tx, events);
     const values: unknown[] = [];
     await tx.query(this.insertEvents(events, values), values);
+    return undefined;
   }
 
   /**
@@ -80,6 +94,7 @@ export class Outbox {
       query: async <Row>(sql: string, params: unknown[] = []): Promise<QueryResult<Row>> => {
         if (used) throw new Error('outbox.withEvents runs exactly one statement');
         used = true;
+        if (this.sameDatabaseBus) return this.writeWithQueuedEvents<Row>(db, sql, params, events);
         const values = [...params];
         const insert = this.insertEvents(events, values);
         const result = await db.query<Row>(`WITH written AS (${sql}), recorded AS (${insert}) SELECT * FROM written`, values);
@@ -90,6 +105,28 @@ export class Outbox {
         throw new Error('outbox.withEvents runs one parameterised statement');
       },
     };
+  }
+
+  /** withEvents on the same-database bus: the queue rows are a clause of the writer's statement, and their ids come back with its rows. */
+  private async writeWithQueuedEvents<Row>(db: Queryable, sql: string, params: unknown[], events: MerxEvent[]): Promise<QueryResult<Row>> {
+    const publication = this.sameDatabaseBus!.route(events);
+    if (publication.stored.length === 0) {
+      const result = await db.query<Row>(sql, params);
+      this.db.afterCommit(publication.handOver([]));
+      return result;
+    }
+    const values = [...params];
+    const insert = publication.enqueueStatement(values);
+    const result = await db.query<Row & { merx_queued_ids?: Array<number | string> }>(
+      `WITH written AS (${sql}), queued AS (${insert}) SELECT written.*, ARRAY(SELECT id FROM queued ORDER BY id) AS merx_queued_ids FROM written`,
+      values,
+    );
+    let ids = result.rows[0]?.merx_queued_ids;
+    for (const row of result.rows) delete row.merx_queued_ids;
+    // A statement that wrote no row still queued the events: their ids are read back.
+    const queuedIds = ids ? ids.map(Number) : await publication.readIds(db);
+    this.db.afterCommit(publication.handOver(queuedIds));
+    return result as QueryResult<Row>;
   }
 
   /**

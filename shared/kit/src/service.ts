@@ -6,6 +6,7 @@ import { purgeExpiredIdempotencyKeys } from './idempotency.js';
 import type { Logger } from './logger.js';
 import { scheduleMaintenance, type MaintenanceTask } from './maintenance.js';
 import { migrateSchema, type Migration, type MigrationMode } from './migrations.js';
+import { MemoryBus } from './memory-bus.js';
 import { Outbox, OutboxRelay } from './outbox.js';
 import { listen, type RunningServer } from './server.js';
 
@@ -47,7 +48,8 @@ export async function startService(definition: ServiceDefinition): Promise<Runni
   const { db, bus, logger, schema } = definition;
   await migrateSchema(db, schema, definition.migrations, definition.migrationMode);
   await definition.prepare?.();
-  const outbox = new Outbox(db, schema);
+  // The embedded bus keeps its queues in this database: events go straight into them with the change.
+  const outbox = new Outbox(db, schema, bus instanceof MemoryBus && bus.storesIn(db) ? bus : undefined);
   const relay = new OutboxRelay({ db, bus, outbox, logger, service: definition.name });
   const readiness: ReadinessCheck[] = [
     { name: 'database', check: () => db.ping() },

@@ -318,6 +318,81 @@ for (const backend of durableBackends) {
         await dropSchema(db, outboxSchema);
       }
     });
+
+    it('with the bus given to the outbox, a transaction queues its events itself: nothing in the outbox, nothing before commit, nothing on rollback', async () => {
+      const bus = await open();
+      const outboxSchema = uniqueName('kit_test_');
+      await migrateSchema(db, outboxSchema, [outboxMigration, outboxTraceContextMigration]);
+      try {
+        const outbox = new Outbox(db, outboxSchema, bus);
+        const received: string[] = [];
+        await bus.consume({ queue: 'direct.events', bindings: ['things.*'] }, async (e) => void received.push(e.id));
+        const rolledBack = buildEvent('things.created', MERCHANT, { object: { n: 1 } });
+        await assert.rejects(
+          outbox.transaction(async (_tx, emit) => {
+            emit(rolledBack);
+            throw new Error('the change fails after emitting');
+          }),
+          /the change fails/,
+        );
+        const first = buildEvent('things.created', MERCHANT, { object: { n: 2 } });
+        const second = buildEvent('things.updated', MERCHANT, { object: { n: 3 } });
+        await db.unitOfWork(async () => {
+          await outbox.transaction(async (_tx, emit) => {
+            emit(first);
+            emit(second);
+          });
+          // Written in the unit's transaction, and handed to no consumer until the unit commits.
+          assert.equal((await db.query(`SELECT 1 FROM ${schema}.messages WHERE queue = 'direct.events'`)).rows.length, 2);
+          await new Promise(setImmediate);
+          assert.deepEqual(received, []);
+        });
+        await waitFor(() => received.length === 2, 'both events delivered after commit');
+        assert.deepEqual(received, [first.id, second.id]);
+        assert.deepEqual(await rows(`${outboxSchema}.outbox`), []);
+        await waitFor(async () => (await rows(`${schema}.messages`)).length === 0, 'the acked rows deleted');
+      } finally {
+        await dropSchema(db, outboxSchema);
+      }
+    });
+
+    it('with the bus given to the outbox, a one-statement write (withEvents) queues its events in that statement and returns only its own rows', async () => {
+      const bus = await open();
+      const outboxSchema = uniqueName('kit_test_');
+      await migrateSchema(db, outboxSchema, [outboxMigration, outboxTraceContextMigration]);
+      await db.exec(`CREATE TABLE ${outboxSchema}.things (id text PRIMARY KEY, n integer NOT NULL)`);
+      try {
+        const outbox = new Outbox(db, outboxSchema, bus);
+        const received: string[] = [];
+        const consumer = await bus.consume({ queue: 'direct.events', bindings: ['things.*'] }, async (e) => void received.push(e.id));
+        await bus.consume({ queue: 'other.events', bindings: ['#'] }, async (e) => void received.push(`other:${e.id}`));
+        const event = buildEvent('things.created', MERCHANT, { object: { n: 4 } });
+        const { rows: written } = await outbox.withEvents(db, [event]).query(`INSERT INTO ${outboxSchema}.things (id, n) VALUES ($1, $2) RETURNING id, n`, ['thg_1', 4]);
+        assert.deepEqual(written, [{ id: 'thg_1', n: 4 }]);
+        await waitFor(() => received.length === 2, 'the event delivered to both bound queues');
+        assert.deepEqual([...received].sort(), [event.id, `other:${event.id}`].sort());
+        // A failed statement queues nothing: the duplicate key fails the whole statement.
+        const duplicate = buildEvent('things.created', MERCHANT, { object: { n: 5 } });
+        await assert.rejects(outbox.withEvents(db, [duplicate]).query(`INSERT INTO ${outboxSchema}.things (id, n) VALUES ($1, $2) RETURNING id, n`, ['thg_1', 5]));
+        // A statement that writes no row still queues its events, and they are handed over.
+        await consumer.close();
+        const unwritten = buildEvent('things.created', MERCHANT, { object: { n: 6 } });
+        const { rows: none } = await outbox
+          .withEvents(db, [unwritten])
+          .query(`INSERT INTO ${outboxSchema}.things (id, n) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING RETURNING id, n`, ['thg_1', 6]);
+        assert.deepEqual(none, []);
+        await waitFor(() => received.includes(`other:${unwritten.id}`), 'the event of the statement that wrote nothing');
+        assert.ok(!received.includes(duplicate.id) && !received.includes(`other:${duplicate.id}`), 'the failed statement queued nothing');
+        // What waits for the closed consumer is a row, kept until a consumer takes it.
+        assert.deepEqual(
+          (await rows(`${schema}.messages`)).filter((row) => row.queue === 'direct.events').map((row) => row.event_id),
+          [unwritten.id],
+        );
+        assert.deepEqual(await rows(`${outboxSchema}.outbox`), []);
+      } finally {
+        await dropSchema(db, outboxSchema);
+      }
+    });
   });
 }
 
