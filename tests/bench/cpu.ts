@@ -51,7 +51,7 @@ const ticksPerSecond = (() => {
   }
 })();
 
-/** The servers every mode leans on, by command name: all their processes count, whoever started them. */
+/** The servers every mode leans on, by command name (of PostgreSQL's sessions, only the run's own: see cpuUsage). */
 const COMMAND_GROUPS: Record<string, string> = { postgres: 'postgres', 'beam.smp': 'rabbitmq', 'redis-server': 'redis' };
 
 function machineTicks(): { busy: number; steal: number } {
