@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { call, createMerchant, issueToken } from '../src/harness/client.js';
 import { REDIS_URL } from '../src/harness/distributed.js';
 import type { Stack } from '../src/harness/stack.js';
-import { getRequest, type Measurement, type Scenario } from './load.js';
+import { getRequest, medianCpuPerOperation, type Measurement, type Scenario } from './load.js';
 import { startDistributedMode, startEmbeddedMode, type RunningMode } from './processes.js';
 
 export const LIMITER_SCENARIOS = {
@@ -29,7 +29,7 @@ export interface LimiterBenchDeps {
  * Distributed: the gateway counts in Redis (one script per request); embedded: in memory.
  */
 export async function benchLimiter(name: 'embedded' | 'distributed', results: Measurement[], deps: LimiterBenchDeps): Promise<string> {
-  const rates: Record<'on' | 'off', number> = { on: 0, off: 0 };
+  const measurements: Partial<Record<'on' | 'off', Measurement>> = {};
   for (const setting of ['on', 'off'] as const) {
     const unique = randomBytes(5).toString('hex');
     const env: Record<string, string> = { MERX_THROTTLE: setting, MERX_THROTTLE_PLANS: HUGE_PLANS };
@@ -47,15 +47,35 @@ export async function benchLimiter(name: 'embedded' | 'distributed', results: Me
       if (created.status !== 201) throw new Error(`could not create the product to read: ${created.status} ${created.text}`);
       const path = `/api/v1/products/${created.body.id as string}`;
       await deps.measured(
-        { mode: name, name: LIMITER_SCENARIOS[setting], url: mode.gatewayUrl, expectStatus: 200, request: getRequest(path, token), processes: mode.processes },
+        {
+          mode: name,
+          name: LIMITER_SCENARIOS[setting],
+          url: mode.gatewayUrl,
+          expectStatus: 200,
+          request: getRequest(path, token),
+          processes: mode.processes,
+          ...(mode.databaseName ? { database: mode.databaseName } : {}),
+        },
         results,
         mode.logs,
       );
-      rates[setting] = results[results.length - 1]!.requestsPerSecond;
+      measurements[setting] = results[results.length - 1]!;
     } finally {
       await mode.stop();
     }
   }
-  const cost = 1 - rates.on / rates.off;
-  return `Limiter cost, ${name}: ${Math.round(rates.on)} req/s with every class counting vs ${Math.round(rates.off)} req/s with MERX_THROTTLE=off: ratio ${(rates.on / rates.off).toFixed(3)}, cost ${(cost * 100).toFixed(1)}% (target < 10%: ${cost < 0.1 ? 'met' : 'not met'}).`;
+  const cost = limiterCost(measurements.on!, measurements.off!);
+  const cpu = cost.cpu === undefined ? 'CPU not sampled' : `CPU per request ${signedPercent(cost.cpu)} (target < 10%: ${cost.cpu < 0.1 ? 'met' : 'not met'})`;
+  return `Limiter cost, ${name} (medians of ${measurements.on!.runs.length} runs): ${Math.round(measurements.on!.requestsPerSecond)} req/s with every class counting vs ${Math.round(measurements.off!.requestsPerSecond)} req/s with MERX_THROTTLE=off (${signedPercent(cost.throughput)}); ${cpu}.`;
 }
+
+/**
+ * What counting costs, from the medians of both settings, as changes from off to on: CPU ms per
+ * request (the headline: work added per request) and req/s (throughput, which steal blurs).
+ */
+export function limiterCost(on: Measurement, off: Measurement): { cpu: number | undefined; throughput: number } {
+  const [cpuOn, cpuOff] = [medianCpuPerOperation(on), medianCpuPerOperation(off)];
+  return { cpu: cpuOn !== undefined && cpuOff ? cpuOn / cpuOff - 1 : undefined, throughput: on.requestsPerSecond / off.requestsPerSecond - 1 };
+}
+
+export const signedPercent = (value: number) => `${value >= 0 ? '+' : '−'}${Math.abs(value * 100).toFixed(1)} %`;

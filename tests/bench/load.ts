@@ -1,10 +1,12 @@
 import autocannon from 'autocannon';
-import { cpuShare, cpuSnapshot, type CpuShare } from './cpu.js';
+import { cpuSnapshot, cpuUsage, msPerOperation, type CpuUsage } from './cpu.js';
 
 export interface LoadSettings {
   connections: number;
   durationSeconds: number;
   warmupSeconds: number;
+  /** Measured runs per scenario after one shared probe and warm-up; the report gives their median. */
+  repeats: number;
 }
 
 export interface Scenario {
@@ -16,21 +18,57 @@ export interface Scenario {
   request: autocannon.RequestSpec;
   /** Pids the CPU report names (the load generator is always one of them). */
   processes: Record<string, number>;
+  /** The PostgreSQL database of the mode under test (distributed): its sessions' CPU is the scenario's. */
+  database?: string;
+  /**
+   * For operations whose work goes on after the response (the POST's event, consumed by other
+   * services): resolves once every operation that succeeded so far has been fully processed.
+   * Awaited before each CPU window opens, so no earlier backlog is counted, and before it closes,
+   * so the window holds each operation's whole cost. Given the successes of this scenario's
+   * requests so far (probe and warm-up included).
+   */
+  drained?: (succeededSoFar: number) => Promise<void>;
+  /** What the CPU window covers, for the report (defaults to the load alone). */
+  windowCovers?: string;
 }
 
-export interface Measurement {
-  mode: string;
-  name: string;
-  /** Expected-status responses per second over the measured window. */
+/** One measured run: its own load, CPU window and figures. */
+export interface MeasuredRun {
+  /** Expected-status responses per second while the load ran. */
   requestsPerSecond: number;
   p50: number;
   p99: number;
+  /** Expected-status responses: the operations the CPU is divided by. */
+  operations: number;
   /** Responses with any other status, by status. */
   unexpected: Record<string, number>;
   /** Connection errors and timeouts. */
   errors: number;
   total: number;
-  cpu: CpuShare | undefined;
+  cpu: CpuUsage | undefined;
+  /** CPU ms per operation by group (`sum` is the headline), over the whole window. */
+  cpuPerOperation: Record<string, number> | undefined;
+  /** How long after the load's end the window closed (waiting for `drained`), ms. */
+  drainMs: number;
+}
+
+/** The figures of a scenario: the median of its runs, with every run kept for ranges. */
+export interface Measurement {
+  mode: string;
+  name: string;
+  /** Median over the runs of expected-status responses per second. */
+  requestsPerSecond: number;
+  /** Medians over the runs. */
+  p50: number;
+  p99: number;
+  /** Summed over the runs. */
+  unexpected: Record<string, number>;
+  errors: number;
+  total: number;
+  /** The run with the median CPU ms per operation (its per-process breakdown is the one shown). */
+  medianRun: MeasuredRun;
+  runs: MeasuredRun[];
+  windowCovers: string;
 }
 
 /**
@@ -59,32 +97,87 @@ async function run(scenario: Scenario, connections: number, amount: number, guar
 
 const rateOf = (result: autocannon.Result) =>
   Object.values(result.statusCodeStats).reduce((sum, stat) => sum + stat.count, 0) / Math.max(result.duration, 0.01);
+const successesOf = (result: autocannon.Result, status: number) => result.statusCodeStats[String(status)]?.count ?? 0;
+
+/** The middle value (the mean of the two middle ones for an even count). */
+export function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
+}
+
+/** The median over the runs of the summed CPU ms per operation; undefined when CPU was not sampled. */
+export function medianCpuPerOperation(measurement: Measurement): number | undefined {
+  const values = measurement.runs.flatMap((run) => (run.cpuPerOperation ? [run.cpuPerOperation.sum!] : []));
+  return values.length ? median(values) : undefined;
+}
+
+/** The run whose CPU ms per operation is the median one (the first run when CPU was not sampled). */
+function medianRunOf(runs: MeasuredRun[]): MeasuredRun {
+  const sampled = runs.filter((candidate) => candidate.cpuPerOperation);
+  if (sampled.length === 0) return runs[0]!;
+  const sorted = [...sampled].sort((a, b) => a.cpuPerOperation!.sum! - b.cpuPerOperation!.sum!);
+  return sorted[Math.floor((sorted.length - 1) / 2)]!;
+}
 
 /**
- * A warm-up (JIT, pools, caches) whose numbers are thrown away and which sizes the measured run
- * to last about `durationSeconds`; CPU is sampled around the measured run only.
+ * A probe and a warm-up (JIT, pools, caches) whose numbers are thrown away and which size the
+ * measured runs to last about `durationSeconds` each; then `repeats` measured runs back to back,
+ * each with its own CPU window. The warm-up is shared: a second warm-up would only repeat the first.
  */
-export async function measure(scenario: Scenario, settings: LoadSettings): Promise<Measurement> {
+export async function measure(scenario: Scenario, settings: LoadSettings, onRun?: (run: MeasuredRun, index: number) => void): Promise<Measurement> {
   const { connections } = settings;
   const probe = await run(scenario, connections, connections * 10, 60);
+  let succeeded = successesOf(probe, scenario.expectStatus);
   let rate = rateOf(probe);
-  if (settings.warmupSeconds > 0) rate = rateOf(await run(scenario, connections, Math.ceil(rate * settings.warmupSeconds), settings.warmupSeconds * 5 + 30));
-  const before = cpuSnapshot();
-  const result = await run(scenario, connections, Math.ceil(rate * settings.durationSeconds), settings.durationSeconds * 5 + 30);
-  const after = cpuSnapshot();
-  const counts = Object.fromEntries(Object.entries(result.statusCodeStats).map(([status, stat]) => [status, stat.count]));
-  const successes = counts[String(scenario.expectStatus)] ?? 0;
-  const unexpected = Object.fromEntries(Object.entries(counts).filter(([status]) => status !== String(scenario.expectStatus)));
+  if (settings.warmupSeconds > 0) {
+    const warmup = await run(scenario, connections, Math.ceil(rate * settings.warmupSeconds), settings.warmupSeconds * 5 + 30);
+    succeeded += successesOf(warmup, scenario.expectStatus);
+    rate = rateOf(warmup);
+  }
+  const runs: MeasuredRun[] = [];
+  for (let index = 0; index < Math.max(1, settings.repeats); index++) {
+    // the previous load's downstream work finishes outside every window
+    await scenario.drained?.(succeeded);
+    const before = cpuSnapshot();
+    const result = await run(scenario, connections, Math.ceil(rate * settings.durationSeconds), settings.durationSeconds * 5 + 30);
+    const loadEndedAt = performance.now();
+    const counts = Object.fromEntries(Object.entries(result.statusCodeStats).map(([status, stat]) => [status, stat.count]));
+    const operations = counts[String(scenario.expectStatus)] ?? 0;
+    succeeded += operations;
+    await scenario.drained?.(succeeded);
+    const drainMs = performance.now() - loadEndedAt;
+    const after = cpuSnapshot();
+    const cpu = cpuUsage(before, after, { loadgen: process.pid, ...scenario.processes }, scenario.database);
+    const measuredRun: MeasuredRun = {
+      requestsPerSecond: operations / result.duration,
+      p50: result.latency.p50,
+      p99: result.latency.p99,
+      operations,
+      unexpected: Object.fromEntries(Object.entries(counts).filter(([status]) => status !== String(scenario.expectStatus))),
+      errors: result.errors,
+      total: Object.values(counts).reduce((sum, count) => sum + count, 0),
+      cpu,
+      cpuPerOperation: cpu && msPerOperation(cpu, operations),
+      drainMs,
+    };
+    runs.push(measuredRun);
+    onRun?.(measuredRun, index);
+  }
+  const unexpected: Record<string, number> = {};
+  for (const measuredRun of runs) for (const [status, count] of Object.entries(measuredRun.unexpected)) unexpected[status] = (unexpected[status] ?? 0) + count;
   return {
     mode: scenario.mode,
     name: scenario.name,
-    requestsPerSecond: successes / result.duration,
-    p50: result.latency.p50,
-    p99: result.latency.p99,
+    requestsPerSecond: median(runs.map((r) => r.requestsPerSecond)),
+    p50: median(runs.map((r) => r.p50)),
+    p99: median(runs.map((r) => r.p99)),
     unexpected,
-    errors: result.errors,
-    total: Object.values(counts).reduce((sum, count) => sum + count, 0),
-    cpu: cpuShare(before, after, { loadgen: process.pid, ...scenario.processes }),
+    errors: runs.reduce((sum, r) => sum + r.errors, 0),
+    total: runs.reduce((sum, r) => sum + r.total, 0),
+    medianRun: medianRunOf(runs),
+    runs,
+    windowCovers: scenario.windowCovers ?? 'the load alone (the work ends with the response)',
   };
 }
 

@@ -42,6 +42,10 @@ export interface RunningMode {
   logs: Record<string, string>;
   /** Distributed mode: MERX_DEPLOYMENT, the run's names on the broker. */
   deployment?: string;
+  /** Distributed mode: the run's PostgreSQL database, whose sessions the CPU figures count. */
+  databaseName?: string;
+  /** Embedded mode: the admin listener (/metrics), where the in-process bus's counters are read. */
+  adminUrl?: string;
   stop(): Promise<void>;
 }
 
@@ -118,6 +122,8 @@ export const startWebhookReceiver = (): Promise<BenchProcess> => startPortPrinte
 export async function startEmbeddedMode(extraEnv: Record<string, string> = {}): Promise<RunningMode> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'merx-bench-data-'));
   const port = await freePort();
+  // a known admin port rather than an ephemeral one: the POST scenario reads the bus counters there
+  const adminPort = await freePort();
   const {
     child,
     exited,
@@ -127,7 +133,7 @@ export async function startEmbeddedMode(extraEnv: Record<string, string> = {}): 
     MERX_DATA_DIR: dataDir,
     PORT: String(port),
     GRPC_PORT: '0',
-    ADMIN_PORT: '0',
+    ADMIN_PORT: String(adminPort),
     LOG_LEVEL: 'warn',
     ...extraEnv,
   });
@@ -152,6 +158,7 @@ export async function startEmbeddedMode(extraEnv: Record<string, string> = {}): 
       publicUrl: credentials.base_url,
       operatorToken: credentials.operator_token,
       apiKey: credentials.api_key,
+      adminUrl: `http://127.0.0.1:${adminPort}`,
       processes: { merx: child.pid! },
       logs: { merx: logFile },
       stop,
@@ -216,6 +223,7 @@ export async function startDistributedMode(
     deployment,
     catalogUrl: cluster.processes.catalog.url,
     databaseUrl: database.url,
+    databaseName: database.name,
     processes: Object.fromEntries(services.map((service) => [service.name, service.child.pid!])),
     logs: Object.fromEntries(services.map((service) => [service.name, service.logFile])),
     async stop() {

@@ -1,6 +1,7 @@
 import { cpus } from 'node:os';
-import type { CpuShare } from './cpu.js';
-import type { LoadSettings, Measurement } from './load.js';
+import { percentOfCore, type CpuUsage } from './cpu.js';
+import { LIMITER_SCENARIOS, limiterCost, signedPercent } from './limiter.js';
+import { median, medianCpuPerOperation, type LoadSettings, type Measurement } from './load.js';
 import type { WebhookMeasurement } from './webhook-delivery.js';
 
 export const SCENARIOS = {
@@ -44,19 +45,170 @@ function unexpectedText(measurement: Measurement): string {
   return entries.map(([status, count]) => `${number(count)}×${status}`).join(', ');
 }
 
+const cpuMs = (value: number) => value.toFixed(3);
+/** `median (min–max)` of a figure over the runs; `central` replaces the median where the row defines its own. */
+function spread(values: number[], format: (value: number) => string, central = values.length ? median(values) : undefined): string {
+  if (values.length === 0 || central === undefined) return 'n/a';
+  if (values.length === 1) return format(central);
+  return `${format(central)} (${format(Math.min(...values))}–${format(Math.max(...values))})`;
+}
+const cpuPerOperationOfRuns = (m: Measurement) => m.runs.flatMap((run) => (run.cpuPerOperation ? [run.cpuPerOperation.sum!] : []));
+/** Steal over the median run's window: ms per operation and % of the window's wall time (of one core). */
+function stealText(cpu: CpuUsage | undefined, perOperation: Record<string, number> | undefined): string {
+  if (!cpu || !perOperation) return 'n/a';
+  return `${cpuMs(perOperation.steal!)} (${Math.round(percentOfCore(cpu).steal!)}%)`;
+}
+
 function resultsTable(input: ReportInput): string[] {
   const ceiling = find(input.measurements, 'node:http', SCENARIOS.hello)?.requestsPerSecond;
   const lines = [
-    '| Mode | Scenario | req/s (expected status) | vs ceiling | p50 ms | p99 ms | other statuses | conn. errors |',
-    '|---|---|---:|---:|---:|---:|---:|---:|',
+    '| Mode | Scenario | CPU ms/op | steal ms/op (% of a core) | req/s (expected status) | vs ceiling | p50 ms | p99 ms | other statuses | conn. errors |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|',
   ];
-  for (const measurement of input.measurements) {
+  for (const m of input.measurements) {
     lines.push(
-      `| ${measurement.mode} | ${measurement.name} | ${number(measurement.requestsPerSecond)} | ${ratio(ceiling ? measurement.requestsPerSecond / ceiling : undefined)} | ${ms(measurement.p50)} | ${ms(measurement.p99)} | ${unexpectedText(measurement)} | ${measurement.errors} |`,
+      `| ${m.mode} | ${m.name} | ${spread(cpuPerOperationOfRuns(m), cpuMs)} | ${stealText(m.medianRun.cpu, m.medianRun.cpuPerOperation)} | ${spread(
+        m.runs.map((run) => run.requestsPerSecond),
+        number,
+      )} | ${ratio(ceiling ? m.requestsPerSecond / ceiling : undefined)} | ${ms(m.p50)} | ${ms(m.p99)} | ${unexpectedText(m)} | ${m.errors} |`,
     );
   }
-  for (const skipped of input.skipped) lines.push(`| ${skipped.mode} | ${skipped.name} | not measured: ${skipped.reason} | | | | | |`);
+  for (const skipped of input.skipped) lines.push(`| ${skipped.mode} | ${skipped.name} | not measured: ${skipped.reason} | | | | | | | |`);
   return lines;
+}
+
+/** One row of the headline table: CPU ms per operation over the runs, against the issue's target. */
+interface HeadlineRow {
+  operation: string;
+  /** CPU ms per operation of each run; empty when not measured. */
+  values: number[];
+  target: string;
+  /** Met when the median is at or under the target (and any further condition holds). */
+  met: ((median: number) => boolean) | undefined;
+  /** Further figures after the CPU cell (req/s, p99). */
+  besides: string;
+  /** How a value prints: CPU ms unless the row is a ratio. */
+  format?: (value: number) => string;
+  /** The figure judged, where it is not the median of `values` (which then give the range only). */
+  central?: number;
+}
+
+const verdictOf = (met: boolean | undefined) => (met === undefined ? 'not measured' : met ? 'met' : '**not met**');
+
+function scenarioRow(measurements: Measurement[], mode: string, name: string, operation: string, targetMs: number): HeadlineRow {
+  const m = find(measurements, mode, name);
+  const values = m ? cpuPerOperationOfRuns(m) : [];
+  return {
+    operation,
+    values,
+    target: `≤ ${targetMs} ms`,
+    met: (value) => value <= targetMs,
+    besides: m
+      ? `${spread(
+          m.runs.map((run) => run.requestsPerSecond),
+          number,
+        )} req/s, p50 ${ms(m.p50)} / p99 ${ms(m.p99)} ms`
+      : '',
+  };
+}
+
+/**
+ * The issue's table, measured: each operation's CPU ms summed over every process that does its
+ * work (ours, PostgreSQL, RabbitMQ, Redis, the load generator), median of the runs with their range.
+ */
+function headlineTable(input: ReportInput): string[] {
+  const { measurements, webhooks } = input;
+  const rows: HeadlineRow[] = [
+    scenarioRow(measurements, 'distributed', SCENARIOS.getGateway, 'distributed GET product via gateway', 0.35),
+    scenarioRow(measurements, 'distributed', SCENARIOS.getDirect, 'distributed GET product straight to catalog', 0.15),
+    scenarioRow(measurements, 'distributed', SCENARIOS.post, 'distributed POST product, with its event consumed (audit, webhooks)', 1.2),
+    webhookHeadlineRow(webhooks),
+    limiterHeadlineRow(measurements),
+    embeddedPostRow(measurements),
+    scenarioRow(measurements, 'embedded', SCENARIOS.getGateway, 'embedded GET product via gateway', 0.4),
+  ];
+  return [
+    `| operation | CPU ms/op, median of ${input.settings.repeats} (range) | target | verdict | besides |`,
+    '|---|---:|---:|---|---|',
+    ...rows.map((row) => {
+      const middle = row.values.length ? (row.central ?? median(row.values)) : undefined;
+      const cell = spread(row.values, row.format ?? cpuMs, middle);
+      return `| ${row.operation} | ${cell} | ${row.target} | ${verdictOf(middle === undefined || !row.met ? undefined : row.met(middle))} | ${row.besides} |`;
+    }),
+  ];
+}
+
+/** The saturating bus run without failures: the engine's cost per delivery answered 200. */
+function webhookHeadlineRow(webhooks: WebhookMeasurement[]): HeadlineRow {
+  const runs = webhooks.filter((m) => m.mode === 'distributed' && m.failPercent === 0 && m.name.includes('saturating') && m.cpuPerDelivery);
+  const fanOut = runs[0]?.fanOut ?? 10;
+  return {
+    operation: `distributed webhook delivery (saturated, ${fanOut} subscriptions)`,
+    values: runs.map((m) => m.cpuPerDelivery!.sum!),
+    target: '≤ 0.35 ms',
+    met: (value) => value <= 0.35,
+    besides: runs.length
+      ? `${spread(
+          runs.map((m) => m.deliveredPerSecond),
+          number,
+        )} deliveries/s`
+      : '',
+  };
+}
+
+/**
+ * The limiter's share: the median CPU per request with every class counting over the median with
+ * MERX_THROTTLE=off, as a fraction added; the range pairs the settings' runs in order (each
+ * setting runs on its own start of the mode, so a pair is not closer than any other).
+ */
+function limiterHeadlineRow(measurements: Measurement[]): HeadlineRow {
+  const on = find(measurements, 'distributed', LIMITER_SCENARIOS.on);
+  const off = find(measurements, 'distributed', LIMITER_SCENARIOS.off);
+  const costs =
+    on && off
+      ? on.runs.flatMap((run, index) => {
+          const [cpuOn, cpuOff] = [run.cpuPerOperation?.sum, off.runs[index]?.cpuPerOperation?.sum];
+          return cpuOn !== undefined && cpuOff ? [cpuOn / cpuOff - 1] : [];
+        })
+      : [];
+  const cost = on && off ? limiterCost(on, off) : undefined;
+  const cpuOf = (m: Measurement) => {
+    const value = medianCpuPerOperation(m);
+    return value === undefined ? 'n/a' : cpuMs(value);
+  };
+  return {
+    operation: 'limiter cost on GET via gateway (on vs off, distributed)',
+    values: costs,
+    target: '< 10 %',
+    met: (value) => value < 0.1,
+    format: signedPercent,
+    ...(cost?.cpu === undefined ? {} : { central: cost.cpu }),
+    besides:
+      on && off && cost
+        ? `CPU ms/op ${cpuOf(on)} on vs ${cpuOf(off)} off; req/s ${number(on.requestsPerSecond)} vs ${number(off.requestsPerSecond)} (${signedPercent(cost.throughput)})`
+        : '',
+  };
+}
+
+/** Embedded POST: CPU per product and, at 50 connections, p99 under 200 ms. */
+function embeddedPostRow(measurements: Measurement[]): HeadlineRow {
+  const row = scenarioRow(measurements, 'embedded', SCENARIOS.post, 'embedded POST product (everything in one process)', 2);
+  const post = find(measurements, 'embedded', SCENARIOS.post);
+  return { ...row, target: '≤ 2 ms, p99 < 200 ms', met: (value) => value <= 2 && post !== undefined && post.p99 < 200 };
+}
+
+/** What each scenario's CPU window spans, where it is more than the load (the POST's consumers). */
+function windowNotes(measurements: Measurement[]): string[] {
+  const defaultCovers = 'the load alone (the work ends with the response)';
+  return measurements
+    .filter((m) => m.windowCovers !== defaultCovers)
+    .map(
+      (m) =>
+        `- ${m.mode}, ${m.name}: ${m.windowCovers}; the window closed ${spread(
+          m.runs.map((run) => run.drainMs),
+          number,
+        )} ms after the load ended (median (range) of the runs).`,
+    );
 }
 
 export function gatewayOverhead(measurements: Measurement[], mode: string): number | undefined {
@@ -91,27 +243,38 @@ const CPU_ORDER = [
   'oauth',
   'audit',
   'webhooks',
+  'merchants',
+  'console',
   'postgres',
   'rabbitmq',
+  'redis',
+  'sum',
   'other',
   'steal',
   'total',
 ];
 
-function cpuTable(measurements: Array<{ mode: string; name: string; cpu: CpuShare | undefined }>): string[] {
-  const measured = measurements.filter((measurement) => measurement.cpu);
-  if (measured.length === 0) return ['(CPU shares need /proc; not available on this system.)'];
-  const present = new Set(measured.flatMap((measurement) => Object.keys(measurement.cpu!)));
+/** A table of figures by CPU group, one row per measurement; `format` prints a cell. */
+function cpuTable(
+  rows: Array<{ mode: string; name: string; figures: Record<string, number> | undefined }>,
+  format: (value: number) => string,
+  keep: (column: string) => boolean = () => true,
+): string[] {
+  const measured = rows.filter((row) => row.figures);
+  if (measured.length === 0) return ['(CPU figures need /proc; not available on this system.)'];
+  const present = new Set(measured.flatMap((row) => Object.keys(row.figures!)).filter(keep));
   const columns = [...CPU_ORDER.filter((column) => present.has(column)), ...[...present].filter((column) => !CPU_ORDER.includes(column))];
   return [
     `| Mode | Scenario | ${columns.join(' | ')} |`,
     `|---|---|${columns.map(() => '---:').join('|')}|`,
-    ...measured.map((measurement) => {
-      const cells = columns.map((column) => (measurement.cpu![column] === undefined ? '' : `${Math.round(measurement.cpu![column]!)}`));
-      return `| ${measurement.mode} | ${measurement.name} | ${cells.join(' | ')} |`;
+    ...measured.map((row) => {
+      const cells = columns.map((column) => (row.figures![column] === undefined ? '' : format(row.figures![column]!)));
+      return `| ${row.mode} | ${row.name} | ${cells.join(' | ')} |`;
     }),
   ];
 }
+
+const wholePercent = (value: number) => `${Math.round(value)}`;
 
 const nullableMs = (value: number | null) => (value === null ? 'n/a' : number(value));
 
@@ -126,11 +289,14 @@ function webhookResultsTable(input: ReportInput): string[] {
     const retries = m.failPercent > 0 ? `${number(m.failedFirstAttempts)} → ${number(m.retries)} (${nullableMs(m.retryP50)} / ${nullableMs(m.retryP99)})` : '—';
     const complete = `${number(m.delivered)} / ${number(m.expected)}${m.delivered >= m.expected ? '' : ' **incomplete**'}${m.loadErrors ? ` (${number(m.loadErrors)} load errors)` : ''}`;
     lines.push(
-      `| ${m.mode} | ${m.name} | ${number(m.offeredPerSecond)} | ${delivered} | ${ratio(ceiling ? m.deliveredPerSecond / ceiling : undefined)} | ${nullableMs(m.p50)} | ${nullableMs(m.p99)} | ${nullableMs(m.max)} | ${retries} | ${complete} | ${m.delivered >= m.expected ? `${number(m.drainMs)} ms` : `still delivering ${number(m.drainMs)} ms after`} | ${number(m.duplicates)} |`,
+      `| ${m.mode} | ${webhookLabel(m)} | ${number(m.offeredPerSecond)} | ${delivered} | ${ratio(ceiling ? m.deliveredPerSecond / ceiling : undefined)} | ${nullableMs(m.p50)} | ${nullableMs(m.p99)} | ${nullableMs(m.max)} | ${retries} | ${complete} | ${m.delivered >= m.expected ? `${number(m.drainMs)} ms` : `still delivering ${number(m.drainMs)} ms after`} | ${number(m.duplicates)} |`,
     );
   }
   return lines;
 }
+
+/** A webhook run's load, with its repetition when there are several. */
+const webhookLabel = (m: WebhookMeasurement) => `${m.name}, run ${m.repeat}`;
 
 function webhookTargetsTable(webhooks: WebhookMeasurement[]): string[] {
   const distributed = webhooks.filter((m) => m.mode === 'distributed');
@@ -143,24 +309,21 @@ function webhookTargetsTable(webhooks: WebhookMeasurement[]): string[] {
   };
   const latencyRows = distributed
     .filter((m) => !m.saturated && !m.name.includes('saturating'))
-    .map((m) => `| p99 < 250 ms to the receiver: ${m.name} | ${nullableMs(m.p99)} ms | ${verdict(m.p99 === null ? undefined : m.p99 < 250)} |`);
+    .map((m) => `| p99 < 250 ms to the receiver: ${webhookLabel(m)} | ${nullableMs(m.p99)} ms | ${verdict(m.p99 === null ? undefined : m.p99 < 250)} |`);
   return ['| Target (distributed mode, 2 cores) | Measured | Verdict |', '|---|---:|---|', throughputRow(false), throughputRow(true), ...latencyRows];
 }
 
 /** CPU time per delivery answered 200, by process: where one delivery's cost goes. */
 function webhookCpuPerDelivery(webhooks: WebhookMeasurement[]): string[] {
-  const measured = webhooks.filter((m) => m.cpu && m.deliveredPerSecond > 0);
+  const measured = webhooks.filter((m) => m.cpuPerDelivery);
   if (measured.length === 0) return [];
-  const columns = CPU_ORDER.filter((column) => column !== 'steal' && measured.some((m) => (m.cpu![column] ?? 0) >= 0.5));
   return [
     '',
-    'CPU per delivery answered 200, in ms (CPU % ÷ 100 ÷ deliveries/s × 1000):',
+    'CPU per delivery answered 200 in the window, in ms (CPU ms of the window ÷ deliveries answered 200 in it; `sum` is the headline figure):',
     '',
-    `| Mode | Load | ${columns.join(' | ')} |`,
-    `|---|---|${columns.map(() => '---:').join('|')}|`,
-    ...measured.map(
-      (m) =>
-        `| ${m.mode} | ${m.name} | ${columns.map((column) => (m.cpu![column] === undefined ? '' : ((m.cpu![column]! * 10) / m.deliveredPerSecond).toFixed(3))).join(' | ')} |`,
+    ...cpuTable(
+      measured.map((m) => ({ mode: m.mode, name: webhookLabel(m), figures: m.cpuPerDelivery })),
+      cpuMs,
     ),
   ];
 }
@@ -178,7 +341,7 @@ function webhookStagesTable(webhooks: WebhookMeasurement[]): string[] {
     '|---|---|---:|---:|---:|---:|---:|',
     ...staged.map(
       (m) =>
-        `| ${m.mode} | ${m.name} | ${pair(m.stages!.stored)} | ${pair(m.stages!.queued)} | ${pair(m.stages!.sent)} | ${m.commitsPerDelivery === undefined ? 'n/a' : m.commitsPerDelivery.toFixed(3)} | ${m.deadlocks ?? 'n/a'} |`,
+        `| ${m.mode} | ${webhookLabel(m)} | ${pair(m.stages!.stored)} | ${pair(m.stages!.queued)} | ${pair(m.stages!.sent)} | ${m.commitsPerDelivery === undefined ? 'n/a' : m.commitsPerDelivery.toFixed(3)} | ${m.deadlocks ?? 'n/a'} |`,
     ),
   ];
 }
@@ -199,10 +362,14 @@ function webhookSection(input: ReportInput): string[] {
     ...webhookTargetsTable(input.webhooks),
     ...webhookStagesTable(input.webhooks),
     '',
+    ...webhookCpuPerDelivery(input.webhooks),
+    '',
     'CPU during each measured window (% of one core):',
     '',
-    ...cpuTable(input.webhooks),
-    ...webhookCpuPerDelivery(input.webhooks),
+    ...cpuTable(
+      input.webhooks.map((m) => ({ mode: m.mode, name: webhookLabel(m), figures: m.cpu && percentOfCore(m.cpu) })),
+      wholePercent,
+    ),
   ];
 }
 
@@ -212,29 +379,51 @@ export function renderReport(input: ReportInput): string {
     .map((mode) => [mode, gatewayOverhead(input.measurements, mode)] as const)
     .filter(([, value]) => value !== undefined)
     .map(([mode, value]) => `${mode} ${ratio(value)}`);
+  const medianRuns = input.measurements.map((m) => ({ mode: m.mode, name: m.name, run: m.medianRun }));
   return [
     `# Merx benchmark, ${input.startedAt.toISOString()}`,
     '',
     `- Command: \`${input.command}\``,
     `- Machine: ${input.nproc} cores (\`nproc\`), ${cpus()[0]?.model ?? 'unknown CPU'}, Node ${process.version}, ${process.platform}`,
     `- Load average at start: ${input.loadAverageAtStart.map((value) => value.toFixed(2)).join(' / ')} (1/5/15 min)`,
-    `- Load: autocannon ${settings.connections} connections, ${settings.warmupSeconds} s warm-up then ${settings.durationSeconds} s measured per scenario; the load generator runs in its own process, every server in another`,
+    `- Load: autocannon ${settings.connections} connections; per scenario a probe and a ${settings.warmupSeconds} s warm-up, then ${settings.repeats} measured runs of about ${settings.durationSeconds} s each, reported as their median (and range); the load generator runs in its own process, every server in another`,
+    '',
+    `## CPU per operation (median of ${settings.repeats} runs)`,
+    '',
+    ...headlineTable(input),
+    '',
+    'CPU ms/op: CPU time of every process that does the work (ours, PostgreSQL, RabbitMQ, Redis and the load generator, from `/proc`) over a measured window, ÷ the operations that succeeded in it. ' +
+      'Steal slows a run but is nobody’s work, so this figure moves far less with a noisy neighbour than req/s. ' +
+      'Limiter: median CPU ms per request with every class counting ÷ the median with MERX_THROTTLE=off, − 1 (range: the settings’ runs paired in order). Webhook delivery: the saturating run on the bus, CPU over its window ÷ deliveries answered 200 in it.',
+    ...(windowNotes(input.measurements).length ? ['', 'Windows longer than the load:', '', ...windowNotes(input.measurements)] : []),
     '',
     '## Results',
     '',
     ...resultsTable(input),
     '',
-    `Gateway overhead ratio (GET via gateway ÷ GET straight to catalog): ${overheads.join(', ') || 'n/a'}.`,
+    'CPU ms/op and req/s: median (range) of the runs; p50 and p99: medians; steal: of the median run (by CPU ms/op).',
     '',
-    '## Targets',
+    `Gateway overhead ratio (GET via gateway ÷ GET straight to catalog, req/s): ${overheads.join(', ') || 'n/a'}.`,
+    '',
+    '## Throughput targets (before CPU per operation)',
     '',
     ...targetsTable(input.measurements),
     '',
-    '## CPU during each measured run (% of one core; the machine has ' + `${input.nproc * 100}%)`,
+    '## CPU per operation by process (ms; the median run of each scenario)',
     '',
-    ...cpuTable(input.measurements),
+    ...cpuTable(
+      medianRuns.map(({ mode, name, run }) => ({ mode, name, figures: run.cpuPerOperation })),
+      cpuMs,
+    ),
     '',
-    '`loadgen` is autocannon, `merx` the single embedded process, `postgres` and `rabbitmq` every process of those servers on the machine, `other` the rest of the busy time (kernel, other users), `steal` time the hypervisor gave our virtual CPUs to someone else; `total` is the busy time without steal.',
+    '`loadgen` is autocannon (the benchmark’s own process), `merx` the single embedded process, `postgres`, `rabbitmq` and `redis` every process of those servers on the machine; `sum` is all of those, the headline figure. `other` is the rest of the machine’s busy time (kernel, other users), `steal` time the hypervisor gave our virtual CPUs to someone else, `total` the busy time without steal: none of the three is in `sum`.',
+    '',
+    `## CPU during the median run (% of one core; the machine has ${input.nproc * 100}%)`,
+    '',
+    ...cpuTable(
+      medianRuns.map(({ mode, name, run }) => ({ mode, name, figures: run.cpu && percentOfCore(run.cpu) })),
+      wholePercent,
+    ),
     ...webhookSection(input),
     ...(input.notes.length ? ['', '## Notes', '', ...input.notes.map((note) => `- ${note}`)] : []),
     '',

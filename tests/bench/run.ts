@@ -9,6 +9,7 @@ import type { Stack } from '../src/harness/stack.js';
 import { createProductRequest, getRequest, measure, type LoadSettings, type Measurement, type Scenario } from './load.js';
 import { listeningPorts, startDistributedMode, startEmbeddedMode, startHelloServer, type RunningMode } from './processes.js';
 import { measureAuditLag } from './audit-lag.js';
+import { watchProductEventsInDatabase, watchProductEventsInProcess, type ProductEventsWatcher } from './drain.js';
 import { benchLimiter } from './limiter.js';
 import { summariseProfiles } from './profile.js';
 import { renderReport, SCENARIOS, type Skipped } from './report.js';
@@ -16,8 +17,9 @@ import { benchWebhookDelivery, WEBHOOK_KNOBS, type WebhookMeasurement } from './
 
 /**
  * `npm run bench`: the bare Node ceiling, then the embedded and the distributed mode, each server
- * in its own process and autocannon in this one. Knobs: BENCH_DURATION, BENCH_WARMUP (seconds),
- * BENCH_CONNECTIONS, BENCH_MODES (embedded,distributed), BENCH_SCENARIOS (hello,post,get,direct,limiter,webhooks,grpc), BENCH_GRPC_ITEMS,
+ * in its own process and autocannon in this one. Every scenario is measured BENCH_REPEATS times
+ * (default 3) and reported as the median, CPU ms per operation first. Knobs: BENCH_DURATION,
+ * BENCH_WARMUP (seconds), BENCH_REPEATS, BENCH_CONNECTIONS, BENCH_MODES (embedded,distributed), BENCH_SCENARIOS (hello,post,get,direct,limiter,webhooks,grpc), BENCH_GRPC_ITEMS,
  * BENCH_CPU_PROF (folder for --cpu-prof; profile one scenario at a time to tell them apart),
  * BENCH_DB_POOL_SIZE (the distributed services' PostgreSQL pool; their default otherwise),
  * BENCH_PG_HOST (a socket folder such as /var/run/postgresql: PostgreSQL over a Unix socket),
@@ -34,6 +36,7 @@ const settings: LoadSettings = {
   connections: positiveEnv('BENCH_CONNECTIONS', 50),
   durationSeconds: positiveEnv('BENCH_DURATION', 10),
   warmupSeconds: positiveEnv('BENCH_WARMUP', 3),
+  repeats: Math.max(1, Math.round(positiveEnv('BENCH_REPEATS', 3))),
 };
 const list = (name: string, fallback: string) => (process.env[name] ?? fallback).split(',').map((item) => item.trim());
 const modes = list('BENCH_MODES', 'embedded,distributed').map((mode) => {
@@ -90,11 +93,14 @@ function isAlive(pid: number): boolean {
 /** A server that died under load makes every later figure meaningless: stop there, with its log. */
 async function measured(scenario: Scenario, results: Measurement[], logs: Record<string, string> = {}): Promise<void> {
   progress(`  ${scenario.mode}: ${scenario.name}`);
-  const result = await measure(scenario, settings);
+  const result = await measure(scenario, settings, (run, index) => {
+    const cpu = run.cpuPerOperation ? `${run.cpuPerOperation.sum!.toFixed(3)} CPU ms/op (steal ${run.cpuPerOperation.steal!.toFixed(3)}), ` : '';
+    const drain = scenario.drained ? `, drained ${Math.round(run.drainMs)} ms after the load` : '';
+    progress(`    run ${index + 1}/${settings.repeats}: ${cpu}${Math.round(run.requestsPerSecond)} req/s, p50 ${run.p50} ms, p99 ${run.p99} ms${drain}`);
+  });
   for (const [name, pid] of Object.entries(scenario.processes)) {
     if (!isAlive(pid)) throw new Error(`${name} (pid ${pid}) died during "${scenario.name}":\n${logs[name] ? tail(logs[name]) : '(no log)'}`);
   }
-  progress(`    ${Math.round(result.requestsPerSecond)} req/s, p50 ${result.p50} ms, p99 ${result.p99} ms`);
   results.push(result);
 }
 
@@ -128,6 +134,13 @@ async function findEmbeddedCatalog(mode: RunningMode, productPath: string, token
   return undefined;
 }
 
+/** How the POST scenario knows its products' events have been consumed: the database, or the embedded process's bus counters. */
+async function watchProductEvents(mode: RunningMode & { databaseUrl?: string }, productsBefore: number): Promise<ProductEventsWatcher> {
+  if (mode.databaseUrl) return watchProductEventsInDatabase(mode.databaseUrl);
+  if (mode.adminUrl) return watchProductEventsInProcess(mode.adminUrl, productsBefore);
+  throw new Error('the mode offers neither its database nor its admin listener: the POST window could not wait for its consumers');
+}
+
 async function benchMode(name: 'embedded' | 'distributed', results: Measurement[], skipped: Skipped[]): Promise<void> {
   progress(`${name} mode: starting`);
   const mode = await started<RunningMode & { catalogUrl?: string; databaseUrl?: string }>(
@@ -138,16 +151,32 @@ async function benchMode(name: 'embedded' | 'distributed', results: Measurement[
     const token = mode.apiKey ? await issueToken(stackOf(mode), mode.apiKey) : (await createMerchant(stackOf(mode))).token;
     const productPath = `/api/v1/products/${await createProduct(mode, token)}`;
     const catalogUrl = name === 'embedded' ? await findEmbeddedCatalog(mode, productPath, token) : mode.catalogUrl;
-    const base = { mode: name, processes: mode.processes };
+    const base = { mode: name, processes: mode.processes, ...(mode.databaseName ? { database: mode.databaseName } : {}) };
     if (scenarios.has('post')) {
-      await measured(
-        { ...base, name: SCENARIOS.post, url: mode.gatewayUrl, expectStatus: 201, request: createProductRequest('/api/v1/products', token) },
-        results,
-        mode.logs,
-      );
+      // one product so far: the one the GETs read
+      const events = await watchProductEvents(mode, 1);
+      try {
+        await measured(
+          {
+            ...base,
+            name: SCENARIOS.post,
+            url: mode.gatewayUrl,
+            expectStatus: 201,
+            request: createProductRequest('/api/v1/products', token),
+            drained: events.drained,
+            windowCovers: events.covers,
+          },
+          results,
+          mode.logs,
+        );
+      } finally {
+        await events.close();
+      }
       if (mode.databaseUrl) {
-        const lag = await measureAuditLag(mode.databaseUrl, new Date());
         const post = results[results.length - 1]!;
+        // the window already waited for audit; the catch-up is counted from the last run's end of load
+        const lastRun = post.runs[post.runs.length - 1]!;
+        const lag = await measureAuditLag(mode.databaseUrl, new Date(Date.now() - lastRun.drainMs));
         // Keeping up means no backlog: every entry lands within a second of its event and none is left when the load stops.
         const keepsUp = lag.lagP99Ms < 1_000 && lag.catchUpMs < 1_000;
         auditNotes.push(
@@ -228,6 +257,7 @@ async function main(): Promise<void> {
   const knobs = [
     'BENCH_DURATION',
     'BENCH_WARMUP',
+    'BENCH_REPEATS',
     'BENCH_CONNECTIONS',
     'BENCH_MODES',
     'BENCH_SCENARIOS',

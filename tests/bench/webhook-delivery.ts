@@ -5,7 +5,7 @@ import { Pool } from 'undici';
 import { call, createMerchant, issueToken } from '../src/harness/client.js';
 import { AMQP_URL, tail } from '../src/harness/distributed.js';
 import type { Stack } from '../src/harness/stack.js';
-import { cpuShare, cpuSnapshot, type CpuShare } from './cpu.js';
+import { cpuSnapshot, cpuUsage, msPerOperation, type CpuUsage } from './cpu.js';
 import type { LoadSettings } from './load.js';
 import { startDistributedMode, startEmbeddedMode, startWebhookReceiver, type BenchProcess, type RunningMode } from './processes.js';
 
@@ -31,6 +31,8 @@ import { startDistributedMode, startEmbeddedMode, startWebhookReceiver, type Ben
 export interface WebhookMeasurement {
   mode: string;
   name: string;
+  /** Which of the run's BENCH_REPEATS repetitions this is (1-based). */
+  repeat: number;
   /** Deliveries per event: the merchant's subscriptions, all `*`. */
   fanOut: number;
   /** Deliveries per second the load asked for (events/s × fan-out). */
@@ -71,7 +73,10 @@ export interface WebhookMeasurement {
   commitsPerDelivery: number | undefined;
   /** Distributed: deadlocks PostgreSQL detected (and broke after deadlock_timeout) from the start of the load until the run drained. */
   deadlocks: number | undefined;
-  cpu: CpuShare | undefined;
+  /** CPU over the measured window (the load; a saturating run's engine is busy throughout it). */
+  cpu: CpuUsage | undefined;
+  /** CPU ms per delivery answered 200 in the window, by group (`sum` is the headline). */
+  cpuPerDelivery: Record<string, number> | undefined;
 }
 
 export interface WebhookBenchDeps {
@@ -465,6 +470,8 @@ interface RunContext {
   fanOut: number;
   /** Pids the CPU table names. */
   processes: Record<string, number>;
+  /** Distributed mode: the run's PostgreSQL database, whose sessions count. */
+  database: string | undefined;
   logs: Record<string, string>;
   progress(text: string): void;
   /** Distributed mode: the work-queue tables, vacuumed before each run. */
@@ -472,9 +479,15 @@ interface RunContext {
   vacuum: VacuumPolicy;
 }
 
-async function measureDelivery(context: RunContext, load: Load, name: string, failPercent: number): Promise<WebhookMeasurement> {
+async function measureDelivery(
+  context: RunContext,
+  load: Load,
+  name: string,
+  failPercent: number,
+  repeat: { index: number; warmupSeconds: number },
+): Promise<WebhookMeasurement> {
   const { receiver, settings } = context;
-  context.progress(`  ${context.mode}: webhooks, ${name}`);
+  context.progress(`  ${context.mode}: webhooks, ${name}, run ${repeat.index}/${settings.repeats}`);
   await receiver.reset(failPercent);
   if (context.vacuum.between) await context.tables?.vacuum();
   if (context.tables && context.vacuum.everySeconds) context.tables.vacuumEvery(context.vacuum.everySeconds);
@@ -488,7 +501,7 @@ async function measureDelivery(context: RunContext, load: Load, name: string, fa
   let commitsAfter: Promise<number | undefined> | undefined;
   const commits = () => context.tables?.commits().catch(() => undefined);
   const outcome = await load.run({
-    warmupMs: settings.warmupSeconds * 1000,
+    warmupMs: repeat.warmupSeconds * 1000,
     measuredMs: settings.durationSeconds * 1000,
     onWindowStart: () => {
       windowFrom = Date.now();
@@ -522,6 +535,7 @@ async function measureDelivery(context: RunContext, load: Load, name: string, fa
   const result: WebhookMeasurement = {
     mode: context.mode,
     name,
+    repeat: repeat.index,
     fanOut: context.fanOut,
     offeredPerSecond: load.offeredPerSecond,
     deliveredPerSecond: stats.window.succeeded / seconds,
@@ -545,8 +559,10 @@ async function measureDelivery(context: RunContext, load: Load, name: string, fa
     stages,
     deadlocks,
     commitsPerDelivery: committed === undefined || stats.window.succeeded === 0 ? undefined : committed / stats.window.succeeded,
-    cpu: cpuShare(cpuBefore!, cpuAfter!, context.processes),
+    cpu: cpuUsage(cpuBefore!, cpuAfter!, context.processes, context.database),
+    cpuPerDelivery: undefined,
   };
+  result.cpuPerDelivery = result.cpu && msPerOperation(result.cpu, stats.window.succeeded);
   if (failPercent > 0) {
     const whole = await receiver.stats(0, Number.MAX_SAFE_INTEGER);
     result.retryP50 = whole.window.retry.p50;
@@ -554,7 +570,7 @@ async function measureDelivery(context: RunContext, load: Load, name: string, fa
   }
   if (stats.totals.unparsable > 0) throw new Error(`${stats.totals.unparsable} webhooks arrived without a readable created_at`);
   context.progress(
-    `    ${thousands(result.deliveredPerSecond)} deliveries/s (offered ${thousands(result.offeredPerSecond)}${result.saturated ? ', saturated' : ''}), ` +
+    `    ${result.cpuPerDelivery ? `${result.cpuPerDelivery.sum!.toFixed(3)} CPU ms/delivery, ` : ''}${thousands(result.deliveredPerSecond)} deliveries/s (offered ${thousands(result.offeredPerSecond)}${result.saturated ? ', saturated' : ''}), ` +
       `p50 ${result.p50} ms, p99 ${result.p99} ms; ${thousands(result.delivered)} of ${thousands(result.expected)} delivered` +
       (failPercent > 0 ? `, ${result.failedFirstAttempts} first attempts failed, ${result.retries} retries` : '') +
       (result.delivered >= result.expected ? `, drained ${result.drainMs} ms after the load` : `, still delivering ${result.drainMs} ms after the load`) +
@@ -639,6 +655,7 @@ export async function benchWebhookDelivery(
         receiver,
         fanOut,
         processes: { loadgen: process.pid, receiver: receiverProcess.pid, ...mode.processes },
+        database: mode.databaseName,
         logs: mode.logs,
         progress: deps.progress,
         tables,
@@ -660,8 +677,13 @@ export async function benchWebhookDelivery(
         ],
       };
       for (const run of RUNS.filter((candidate) => wanted.includes(candidate))) {
-        const [load, label, failPercent] = plans[run]();
-        measurements.push(await measureDelivery(context, load, label, failPercent));
+        for (let index = 1; index <= settings.repeats; index++) {
+          const [load, label, failPercent] = plans[run]();
+          // The first repetition warms up fully; the later ones find the engine warm and only
+          // need a second for the saturating publisher to build its backlog before the window opens.
+          const warmupSeconds = index === 1 ? settings.warmupSeconds : Math.min(1, settings.warmupSeconds);
+          measurements.push(await measureDelivery(context, load, label, failPercent, { index, warmupSeconds }));
+        }
       }
     } finally {
       deps.progress(`${name} mode: stopping`);
@@ -673,7 +695,7 @@ export async function benchWebhookDelivery(
     await stopReceiver();
   }
   const notes = measurements.map(
-    (m) => `Webhook deliveries answered 200 in each second of the window, ${m.mode}, ${m.name}: ${m.perSecond.map(thousands).join(' · ')}.`,
+    (m) => `Webhook deliveries answered 200 in each second of the window, ${m.mode}, ${m.name}, run ${m.repeat}: ${m.perSecond.map(thousands).join(' · ')}.`,
   );
   if (name === 'distributed') {
     const policy = vacuum.everySeconds
