@@ -52,7 +52,8 @@ export class Outbox {
     readonly schema: string,
     private readonly sameDatabaseBus?: MemoryBus,
   ) {
-    if (sameDatabaseBus && !sameDatabaseBus.storesIn(db)) throw new Error('the outbox can publish straight to a bus only when its queues live in the same database');
+    if (sameDatabaseBus && !sameDatabaseBus.storesIn(db))
+      throw new Error('the outbox can publish straight to a bus only when its queues live in the same database');
   }
 
   async transaction<T>(work: (tx: Queryable, emit: Emit) => Promise<T>): Promise<T> {

@@ -367,13 +367,17 @@ for (const backend of durableBackends) {
         const consumer = await bus.consume({ queue: 'direct.events', bindings: ['things.*'] }, async (e) => void received.push(e.id));
         await bus.consume({ queue: 'other.events', bindings: ['#'] }, async (e) => void received.push(`other:${e.id}`));
         const event = buildEvent('things.created', MERCHANT, { object: { n: 4 } });
-        const { rows: written } = await outbox.withEvents(db, [event]).query(`INSERT INTO ${outboxSchema}.things (id, n) VALUES ($1, $2) RETURNING id, n`, ['thg_1', 4]);
+        const { rows: written } = await outbox
+          .withEvents(db, [event])
+          .query(`INSERT INTO ${outboxSchema}.things (id, n) VALUES ($1, $2) RETURNING id, n`, ['thg_1', 4]);
         assert.deepEqual(written, [{ id: 'thg_1', n: 4 }]);
         await waitFor(() => received.length === 2, 'the event delivered to both bound queues');
         assert.deepEqual([...received].sort(), [event.id, `other:${event.id}`].sort());
         // A failed statement queues nothing: the duplicate key fails the whole statement.
         const duplicate = buildEvent('things.created', MERCHANT, { object: { n: 5 } });
-        await assert.rejects(outbox.withEvents(db, [duplicate]).query(`INSERT INTO ${outboxSchema}.things (id, n) VALUES ($1, $2) RETURNING id, n`, ['thg_1', 5]));
+        await assert.rejects(
+          outbox.withEvents(db, [duplicate]).query(`INSERT INTO ${outboxSchema}.things (id, n) VALUES ($1, $2) RETURNING id, n`, ['thg_1', 5]),
+        );
         // A statement that writes no row still queues its events, and they are handed over.
         await consumer.close();
         const unwritten = buildEvent('things.created', MERCHANT, { object: { n: 6 } });
