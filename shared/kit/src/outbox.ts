@@ -122,7 +122,7 @@ export class Outbox {
       `WITH written AS (${sql}), queued AS (${insert}) SELECT written.*, ARRAY(SELECT id FROM queued ORDER BY id) AS merx_queued_ids FROM written`,
       values,
     );
-    let ids = result.rows[0]?.merx_queued_ids;
+    const ids = result.rows[0]?.merx_queued_ids;
     for (const row of result.rows) delete row.merx_queued_ids;
     // A statement that wrote no row still queued the events: their ids are read back.
     const queuedIds = ids ? ids.map(Number) : await publication.readIds(db);
