@@ -7,14 +7,13 @@ import {
   API_AUDIENCE,
   busRetryPolicyFromEnv,
   createJwksTokenVerifier,
-  createPgliteDb,
   ensureAdminPortFree,
   ensurePortFree,
   freePort,
   issuerOf,
   MemoryBus,
   newServiceToken,
-  openPglite,
+  openPgliteThread,
   RevocationList,
   SecretKeyRing,
   startAdminServer,
@@ -114,15 +113,17 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<RunningEm
   const port = options.port === 0 ? await freePort() : options.port;
   const baseUrl = options.publicUrl ?? `http://localhost:${port}`;
 
-  const pglite = await openPglite(options.dataDir ? path.join(options.dataDir, 'pgdata') : undefined);
+  // PGlite on its own thread: it does most of the work of every request and event, and on the
+  // main thread it left the second core idle while HTTP waited behind it.
+  const database = await openPgliteThread(options.dataDir ? path.join(options.dataDir, 'pgdata') : undefined);
   // What a failed start has opened so far, closed again in reverse order (the data directory's lock last).
-  const opened: Array<{ stop(): Promise<void> }> = [{ stop: () => pglite.close() }];
+  const opened: Array<{ stop(): Promise<void> }> = [{ stop: () => database.close() }];
   const track = <T extends { stop(): Promise<void> }>(running: T): T => {
     opened.push(running);
     return running;
   };
   try {
-    const db = createPgliteDb(pglite);
+    const db = database.db;
     // Work queues are rows of this database: what the outbox hands over survives any crash, and
     // so does what was poisoned; a restart delivers what the last run had not finished.
     const bus = await MemoryBus.durable(db, { logger: logger.child({ component: 'bus' }), service: 'embedded', retry: busRetry });
@@ -284,7 +285,7 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<RunningEm
         await oauth.stop();
         await revocationFeed.stop();
         await bus.close();
-        await pglite.close();
+        await database.close();
       },
     };
   } catch (error) {

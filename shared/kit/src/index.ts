@@ -30,6 +30,7 @@ export * from './problem.js';
 export * from './server.js';
 export * from './tenancy.js';
 export * from './runtime.js';
+export { openPgliteThread, type PgliteThread } from './pglite-worker-db.js';
 export * from './money.js';
 export * from './maintenance.js';
 export * from './service.js';

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { openPgliteThread } from '../src/pglite-worker-db.js';
 import {
   AmqpBus,
   brokerNamesOf,
@@ -211,6 +212,14 @@ const durableBackends: DurableBackend[] = [
     name: 'PGlite',
     async open() {
       return { db: createPgliteDb(await sharedPglite()), close: async () => undefined };
+    },
+  },
+  {
+    // The embedded mode's own: PGlite on its database thread.
+    name: 'PGlite on its own thread',
+    async open() {
+      const thread = await openPgliteThread(undefined);
+      return { db: thread.db, close: () => thread.close() };
     },
   },
 ];
