@@ -74,6 +74,11 @@ export class Outbox {
     for (const listener of this.listeners) listener();
   }
 
+  /** True when events skip the table (a same-database bus): the relay only drains what an older version left there. */
+  get publishesDirectly(): boolean {
+    return this.sameDatabaseBus !== undefined;
+  }
+
   /** Writes `events` in `tx`; with a same-database bus, returns what hands them to consumers once `tx` has committed. */
   async record(tx: Queryable, events: MerxEvent[]): Promise<(() => void) | undefined> {
     if (events.length === 0) return undefined;
@@ -249,6 +254,11 @@ export class OutboxRelay {
         this.options.logger.warn({ err: error }, 'outbox relay could not publish; will retry');
       }
       if (!this.running) break;
+      // Nothing is written to the table any more: once drained, polling it would only cost a transaction a second.
+      if (!failed && moved === 0 && this.options.outbox.publishesDirectly) {
+        this.options.logger.debug({ service: this.options.service }, 'outbox drained; events go straight to the bus');
+        break;
+      }
       if (failed) await this.sleep(this.options.retryDelayMs ?? 250, false);
       else if (moved < batchSize && !this.pendingWake) await this.sleep(this.options.pollIntervalMs ?? 1_000, true);
     }

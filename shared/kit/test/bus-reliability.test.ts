@@ -365,6 +365,27 @@ for (const backend of durableBackends) {
       }
     });
 
+    it('with the bus given to the outbox, its relay still delivers the rows an older version left in the table', async () => {
+      const bus = await open();
+      const outboxSchema = uniqueName('kit_test_');
+      await migrateSchema(db, outboxSchema, [outboxMigration, outboxTraceContextMigration]);
+      try {
+        const leftover = buildEvent('things.created', MERCHANT, { object: { n: 7 } });
+        await new Outbox(db, outboxSchema).transaction(async (_tx, emit) => emit(leftover));
+        const received: string[] = [];
+        await bus.consume({ queue: 'direct.events', bindings: ['things.*'] }, async (e) => void received.push(e.id));
+        const outbox = new Outbox(db, outboxSchema, bus);
+        const relay = new OutboxRelay({ db, bus, outbox, logger: silentLogger, service: 'kit-test' });
+        relay.start();
+        await waitFor(() => received.length === 1, 'the leftover row delivered');
+        assert.deepEqual(received, [leftover.id]);
+        assert.deepEqual(await rows(`${outboxSchema}.outbox`), []);
+        await relay.stop();
+      } finally {
+        await dropSchema(db, outboxSchema);
+      }
+    });
+
     it('with the bus given to the outbox, a one-statement write (withEvents) queues its events in that statement and returns only its own rows', async () => {
       const bus = await open();
       const outboxSchema = uniqueName('kit_test_');
