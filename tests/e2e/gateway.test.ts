@@ -92,6 +92,15 @@ describe('gateway edge behaviour', () => {
     assert.match(text, /merx_readiness_check\{service="gateway",check="catalog"\} 1/);
   });
 
+  it('labels proxied requests in its metrics by their route prefix, not as unmatched and not by their path', async () => {
+    const merchant = await createMerchant(stack);
+    const missing = await call(stack, 'GET', '/api/v1/products/prd_00000000000000000000000000', { token: merchant.token });
+    assert.equal(missing.status, 404);
+    const text = await (await fetch(`${stack.adminUrl('gateway')}/metrics`)).text();
+    assert.match(text, /merx_http_request_duration_seconds_count\{service="gateway",method="GET",route="\/api\/v1\/products\/\*",status="404"\} [1-9]/);
+    assert.doesNotMatch(text, /route="\/api\/v1\/products\/prd_/);
+  });
+
   // A service's own port is reachable from the whole service network: status only there as well (both modes).
   it("keeps metrics and readiness details off every service's own port", async () => {
     for (const service of ['oauth', 'catalog', 'webhooks', 'merchants'] as const) {

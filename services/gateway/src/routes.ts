@@ -42,9 +42,10 @@ export function routeTable(upstreams: Upstreams): Array<[prefix: string, target:
   return table.sort((a, b) => b[0].length - a[0].length);
 }
 
-export function resolveRoute(table: Array<[string, RouteTarget]>, path: string): RouteTarget | undefined {
+/** The target of `path`, with the prefix that matched (`/api/v1/products`): what the access log and metrics name the route by. */
+export function resolveRoute(table: Array<[string, RouteTarget]>, path: string): (RouteTarget & { prefix: string }) | undefined {
   for (const [prefix, target] of table) {
-    if (path === prefix || path.startsWith(`${prefix}/`)) return target;
+    if (path === prefix || path.startsWith(`${prefix}/`)) return { ...target, prefix };
   }
   return undefined;
 }

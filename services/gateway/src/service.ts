@@ -114,6 +114,8 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
     if (canonical.path !== ctx.path) ctx.path = canonical.path;
     const target = resolveRoute(table, ctx.path);
     if (!target) throw new NotFound('route');
+    // Proxied routes have no router match: label them by their prefix (bounded, unlike the path) instead of `unmatched`.
+    (ctx as typeof ctx & { _matchedRoute?: string })._matchedRoute = `${target.prefix}/*`;
     const requestId = currentContext()!.requestId;
     if (target.requiresToken) {
       await verifyToken(ctx, async () => {
