@@ -17,6 +17,7 @@ import { call, createMerchant, issueToken } from '../src/harness/client.js';
 import { bearer, bidiAll, grpcClients, serverStreamAll } from '../src/harness/grpc.js';
 import type { Stack } from '../src/harness/stack.js';
 import { measureAuditLag } from './audit-lag.js';
+import { cpuSnapshot, cpuUsage, msPerOperation, type CpuUsage } from './cpu.js';
 import { startDistributedMode, startWebhookReceiver, type RunningMode } from './processes.js';
 import { ReceiverControl, WEBHOOK_BENCH_ENV } from './webhook-delivery.js';
 
@@ -68,19 +69,24 @@ async function upsertExportIngestStream(name: 'distributed', env: Record<string,
     const requests = Array.from({ length: items }, (_, index) =>
       create(UpsertProductsRequestSchema, { product: { sku: `bench-grpc-${index}`, title: 'Bench', price: '19.99', currency: 'USD' } }),
     );
+    const named = { bench: process.pid, ...mode.processes };
+    let cpuBefore = cpuSnapshot();
     let started = Date.now();
     const upserted = await bidiAll<UpsertProductsResponse>(clients.products, 'UpsertProducts', requests, bearer(token));
     const upsertMs = Date.now() - started;
     const upsertEnded = new Date();
+    const upsertCpu = cpuUsage(cpuBefore, cpuSnapshot(), named, mode.databaseName);
     if (upserted.some((answer) => answer.result!.outcome !== ProductResult_Outcome.CREATED)) throw new Error('an upserted product was not created');
 
     // Both followers measured before the next scenario starts, so their figures are the upsert's alone.
     const audit = await measureAuditLag(mode.databaseUrl, upsertEnded, 300_000);
     const webhooks = await webhookLag(receiver, items, upsertEnded.getTime());
 
+    cpuBefore = cpuSnapshot();
     started = Date.now();
     const exported = await serverStreamAll(clients.products, 'ExportProducts', create(ExportProductsRequestSchema, {}), bearer(token));
     const exportMs = Date.now() - started;
+    const exportCpu = cpuUsage(cpuBefore, cpuSnapshot(), named, mode.databaseName);
 
     const source = await call(stack, 'POST', '/api/v1/sources', { token, body: { name: 'Bench', kind: 'storefront' }, unchecked: true });
     const occurTime = timestampFromDate(new Date());
@@ -90,9 +96,11 @@ async function upsertExportIngestStream(name: 'distributed', env: Record<string,
         record: { type: RecordType.ORDER, externalId: `bench-${index}`, occurTime, data: { total: 10, currency: 'USD' } },
       }),
     );
+    cpuBefore = cpuSnapshot();
     started = Date.now();
     const acks = await bidiAll<IngestRecordsResponse>(clients.records, 'IngestRecords', records, bearer(token));
     const ingestMs = Date.now() - started;
+    const ingestCpu = cpuUsage(cpuBefore, cpuSnapshot(), named, mode.databaseName);
     if (acks.some((ack) => ack.status !== IngestRecordsResponse_Status.ACCEPTED)) throw new Error('an ingested record was not accepted');
 
     // Every products.created of the upsert, read back from the start of the run.
@@ -124,11 +132,24 @@ async function upsertExportIngestStream(name: 'distributed', env: Record<string,
       `gRPC upsert, followers: audit wrote ${audit.entries} entries at ${Math.round(audit.entriesPerSecond).toLocaleString('en-US')}/s, lag behind the event p50 ${Math.round(audit.lagP50Ms)} ms, p99 ${Math.round(audit.lagP99Ms)} ms, ` +
         `caught up ${Math.round(audit.catchUpMs)} ms after the last answer; webhooks delivered ${webhooks.delivered} products.created to one subscription, ` +
         `event-to-arrival p50 ${webhooks.p50 ?? 'n/a'} ms, p99 ${webhooks.p99 ?? 'n/a'} ms, caught up ${webhooks.catchUpMs} ms after the last answer.`,
+      `gRPC CPU ms per item while each call ran (sum = the run's own processes; other = the rest of the machine, steal = the hypervisor's): ` +
+        `upsert ${cpuLine(upsertCpu, items)}; export ${cpuLine(exportCpu, exported.length)}; ingest ${cpuLine(ingestCpu, items)}.`,
     ];
   } finally {
     clients.close();
     await mode.stop();
   }
+}
+
+/** CPU ms per item by process, busiest first, then the sum of the run's own and what the rest of the machine did meanwhile. */
+function cpuLine(usage: CpuUsage | undefined, count: number): string {
+  const perItem = usage && msPerOperation(usage, count);
+  if (!perItem) return 'n/a (needs /proc)';
+  const totals = ['sum', 'other', 'steal', 'total'];
+  const processes = Object.entries(perItem)
+    .filter(([name, ms]) => !totals.includes(name) && ms >= 0.005)
+    .sort(([, a], [, b]) => b - a);
+  return [...processes, ...totals.map((name) => [name, perItem[name] ?? 0] as const)].map(([name, ms]) => `${name} ${ms.toFixed(3)}`).join(', ');
 }
 
 /** Waits (bounded) until every product's products.created reached the receiver, then reads how late they came. */

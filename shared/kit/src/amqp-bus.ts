@@ -20,7 +20,7 @@ import {
   outageRetryDelay,
 } from './bus.js';
 import { Unavailable } from './errors.js';
-import { runInEventContext, type MerxEvent } from './events.js';
+import { eventJson, runInEventContext, type MerxEvent } from './events.js';
 import type { Logger } from './logger.js';
 import { busMessages, busPoisoned, busRetried } from './metrics.js';
 import { inConsumeSpan, startPublishSpan, type PublishSpan } from './tracing.js';
@@ -112,7 +112,7 @@ export class AmqpBus implements Bus {
       // AMQP timestamps are unsigned seconds: a time before 1970 (or none) is left out rather
       // than making amqplib throw, which would wedge the outbox relay on this event for good.
       const seconds = Math.floor(Date.parse(event.created_at) / 1000);
-      channel.publish(this.names.exchange, event.topic, Buffer.from(JSON.stringify(event)), {
+      channel.publish(this.names.exchange, event.topic, Buffer.from(eventJson(event)), {
         persistent: true,
         messageId: event.id,
         type: event.topic,

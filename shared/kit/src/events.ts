@@ -68,3 +68,16 @@ export function runInEventContext<T>(event: MerxEvent, work: () => T): T {
   if (event.context?.ip) context.ip = event.context.ip;
   return runWithContext(context, work);
 }
+
+/** The JSON an event was read from (an outbox row's payload), so publishing it does not serialise it again. */
+const storedJson = new WeakMap<MerxEvent, string>();
+
+/** Remembers that `event` was parsed from `json`; the object must not be changed afterwards. */
+export function rememberEventJson(event: MerxEvent, json: string): void {
+  storedJson.set(event, json);
+}
+
+/** The event as JSON: the text it was read from when it was read, else a fresh serialisation. */
+export function eventJson(event: MerxEvent): string {
+  return storedJson.get(event) ?? JSON.stringify(event);
+}

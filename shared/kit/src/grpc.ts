@@ -273,60 +273,111 @@ export interface BulkStreamOptions<Req, Item, Res> {
   logger: Logger;
   /** Items handed to `write` at most at once (one transaction's worth). */
   chunkSize: number;
-  /** Items read ahead of the chunk being written; beyond it the stream stops reading (flow control does the rest). */
+  /** Items read ahead of the chunks being written; beyond it the stream stops reading (flow control does the rest). */
   readAhead: number;
   /** A message as the item the use case takes; `index` is its place in the stream, from 0. */
   itemOf(message: Req, index: number): Item;
+  /**
+   * What makes two items the same thing (a sku, a source's external id). A chunk holding a key of
+   * a chunk still being written waits for it, so a thing sent twice is applied in stream order.
+   */
+  keyOf(item: Item): string | undefined;
   /** Writes a chunk and returns one answer per item, in order, once what it reports is durable. */
   write(claims: AccessClaims, items: Item[]): Promise<Res[]>;
 }
 
 /**
- * A bidirectional bulk stream (UpsertProducts, IngestRecords): items are read as they come, the
- * ones already read are written together chunk by chunk, and each item is answered in order once
- * its chunk has committed. Reading pauses while `readAhead` items wait and while the client does
- * not take its answers, so memory stays bounded; a cancelled call stops after the current chunk.
+ * Chunks being written at once per stream. Two keep the database busy while the previous
+ * chunk's answers go out and the next one is read: one chunk alone leaves the database idle for
+ * every round trip to the client, and more would only queue on the same cores.
+ */
+export const BULK_CHUNKS_IN_FLIGHT = 2;
+
+/**
+ * A bidirectional bulk stream (UpsertProducts, IngestRecords): items are read as they come and
+ * written chunk by chunk, up to BULK_CHUNKS_IN_FLIGHT chunks (each its own transaction) at once;
+ * each item is answered in stream order once its chunk has committed. A second chunk starts only
+ * full (or at the end of the stream), so a fast client gets whole chunks and a slow one is not
+ * kept waiting. Reading pauses while `readAhead` items wait and while the client does not take
+ * its answers, so memory stays bounded; a cancelled call starts no further chunk.
  */
 export function bulkStreamHandler<Req, Item, Res>(options: BulkStreamOptions<Req, Item, Res>): grpc.handleBidiStreamingCall<Req, Res> {
   return (call) => {
     const waiting: Item[] = [];
+    /** Chunks started and not yet answered, in stream order. */
+    const inFlight: Array<{ keys: Set<string>; written: Promise<Res[]> }> = [];
     let received = 0;
     let ended = false;
-    let writing = false;
+    let answering = false;
     let failed = false;
+    let pumpScheduled = false;
+    const stopped = () => failed || call.cancelled;
     const fail = (error: unknown) => {
       if (failed) return;
       failed = true;
+      waiting.length = 0;
       endStreamWithError(call, error, options.logger);
     };
     const ready = authenticateGrpcCall(options.verifier, call.metadata, options.scope);
     ready.catch(fail);
-    const drain = async () => {
-      if (writing || failed) return;
-      writing = true;
+
+    const start = (chunk: Item[]) => {
+      const keys = new Set<string>();
+      for (const item of chunk) {
+        const key = options.keyOf(item);
+        if (key !== undefined) keys.add(key);
+      }
+      const overlapping = inFlight.filter((earlier) => [...keys].some((key) => earlier.keys.has(key)));
+      const after = overlapping.length > 0 ? Promise.allSettled(overlapping.map((earlier) => earlier.written)) : Promise.resolve();
+      const written = Promise.all([ready, after]).then(([claims]) =>
+        stopped() ? [] : runInGrpcContext(grpcCallContext(call.metadata, claims), () => options.write(claims, chunk)),
+      );
+      // Awaited in order by `answer`; this only keeps a failure of a later chunk from going unhandled meanwhile.
+      written.catch(() => undefined);
+      inFlight.push({ keys, written });
+    };
+
+    /** Starts what may start now, and reads again once there is room. */
+    const pump = () => {
+      pumpScheduled = false;
+      if (stopped()) return;
+      while (inFlight.length < BULK_CHUNKS_IN_FLIGHT && waiting.length > 0 && (waiting.length >= options.chunkSize || ended || inFlight.length === 0)) {
+        start(waiting.splice(0, options.chunkSize));
+      }
+      if (call.isPaused() && waiting.length < options.readAhead) call.resume();
+      void answer();
+    };
+
+    /** Answers the oldest chunk once it has committed, then the next: the stream's order, whatever order the commits came in. */
+    const answer = async () => {
+      if (answering) return;
+      answering = true;
       try {
-        const claims = await ready;
-        await runInGrpcContext(grpcCallContext(call.metadata, claims), async () => {
-          while (waiting.length > 0 && !call.cancelled && !failed) {
-            const chunk = waiting.splice(0, options.chunkSize);
-            if (call.isPaused() && waiting.length < options.readAhead) call.resume();
-            // A chunk's answers go out together (they are in memory already); the next chunk waits
-            // until the client has taken them, so at most one chunk of answers is ever buffered.
-            let flowing = true;
-            for (const answer of await options.write(claims, chunk)) flowing = call.write(answer);
-            if (!flowing) await drained(call);
-          }
-        });
-        writing = false;
-        // A cancelled call leaves its unread items behind: drop them, or this would call itself forever.
-        if (call.cancelled || failed) waiting.length = 0;
-        else if (waiting.length > 0) void drain();
+        while (inFlight.length > 0 && !stopped()) {
+          const answers = await inFlight[0]!.written;
+          inFlight.shift();
+          // The next chunk goes to the database before these answers go to the client.
+          pump();
+          if (stopped()) break;
+          // A chunk's answers go out together (they are in memory already); the next answers wait
+          // until the client has taken them, so at most one chunk of answers is ever buffered.
+          let flowing = true;
+          for (const response of answers) flowing = call.write(response);
+          if (!flowing) await drained(call);
+        }
+        answering = false;
+        if (stopped()) {
+          // A cancelled call leaves its unread items behind; chunks under way finish unanswered.
+          waiting.length = 0;
+          inFlight.length = 0;
+        } else if (inFlight.length > 0 || waiting.length > 0) pump();
         else if (ended) call.end();
       } catch (error) {
-        writing = false;
+        answering = false;
         fail(error);
       }
     };
+
     call.on('data', (message: Req) => {
       if (failed) return;
       try {
@@ -337,11 +388,14 @@ export function bulkStreamHandler<Req, Item, Res>(options: BulkStreamOptions<Req
       waiting.push(options.itemOf(message, received++));
       if (waiting.length >= options.readAhead) call.pause();
       // The messages already read join this chunk before it is written.
-      setImmediate(() => void drain());
+      if (!pumpScheduled) {
+        pumpScheduled = true;
+        setImmediate(pump);
+      }
     });
     call.on('end', () => {
       ended = true;
-      void drain();
+      pump();
     });
     call.on('error', () => undefined);
   };

@@ -16,7 +16,7 @@ import {
 } from './bus.js';
 import type { Db, Queryable } from './db.js';
 import { DurableQueueStore, type QueueMessage, type StoredMessage } from './durable-queues.js';
-import { runInEventContext, topicMatches, type MerxEvent } from './events.js';
+import { eventJson, runInEventContext, topicMatches, type MerxEvent } from './events.js';
 import type { Logger } from './logger.js';
 import { busMessages, busPoisoned, busRetried } from './metrics.js';
 import { inConsumeSpan, startPublishSpan, type TraceCarrier } from './tracing.js';
@@ -159,7 +159,7 @@ export class MemoryBus implements Bus {
   route(events: MerxEvent[]): RoutedPublication {
     const routed: Array<{ queue: LocalQueue; message: QueuedMessage; event: MerxEvent }> = [];
     for (const event of events) {
-      const body = JSON.stringify(event);
+      const body = eventJson(event);
       const span = startPublishSpan(event, this.service, 'merx-embedded');
       span?.end();
       for (const queue of this.queues.values()) {

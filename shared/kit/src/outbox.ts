@@ -1,6 +1,6 @@
 import type { Bus } from './bus.js';
 import type { Db, Queryable, QueryResult } from './db.js';
-import type { MerxEvent } from './events.js';
+import { rememberEventJson, type MerxEvent } from './events.js';
 import type { Logger } from './logger.js';
 import { MemoryBus } from './memory-bus.js';
 import { outboxBacklog } from './metrics.js';
@@ -230,6 +230,8 @@ export class OutboxRelay {
       rows.sort((a, b) => Number(a.position) - Number(b.position));
       const events = rows.map((row) => {
         const event = JSON.parse(row.payload) as MerxEvent;
+        // Published byte for byte as written: the bus sends this text instead of serialising the event again.
+        rememberEventJson(event, row.payload);
         attachTraceCarrier(event, parseTraceCarrier(row.trace_context));
         return event;
       });

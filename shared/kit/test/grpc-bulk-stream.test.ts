@@ -41,6 +41,7 @@ describe('bulk streams (bulkStreamHandler) over a real gRPC connection', functio
         chunkSize: 50,
         readAhead: 200,
         itemOf: (_message, index) => index,
+        keyOf: () => undefined,
         write: async (_claims, items) => {
           chunksWritten += 1;
           await new Promise((resolve) => setTimeout(resolve, 20));
@@ -98,5 +99,130 @@ describe('bulk streams (bulkStreamHandler) over a real gRPC connection', functio
     assert.ok(performance.now() - started < 5_000, 'timers still run after the cancel');
     assert.ok(chunksWritten - before <= 2, `${chunksWritten - before} chunks written after the cancel: at most the one under way`);
     client.close();
+  });
+});
+
+describe('bulk streams write two chunks at once and still answer in stream order', function () {
+  this.timeout(30_000);
+  interface Item {
+    index: number;
+    key: string;
+    /** How long the chunk holding this item takes to write (the longest of its items). */
+    ms: number;
+    fails: boolean;
+  }
+  let server: grpc.Server;
+  let address: string;
+  /** What each write saw, in the order things happened. */
+  let log: string[] = [];
+
+  before(async () => {
+    server = new grpc.Server();
+    server.addService(definition, {
+      Upsert: bulkStreamHandler<Buffer, Item, Buffer>({
+        verifier,
+        scope: 'bulk:test',
+        logger: createLogger('kit-test', 'silent'),
+        chunkSize: 2,
+        readAhead: 8,
+        itemOf: (message, index) => ({ index, ...(JSON.parse(message.toString()) as Omit<Item, 'index'>) }),
+        keyOf: (item) => item.key,
+        write: async (_claims, items) => {
+          const name = items.map((item) => item.key).join('+');
+          log.push(`start ${name}`);
+          await new Promise((resolve) => setTimeout(resolve, Math.max(...items.map((item) => item.ms))));
+          log.push(`end ${name}`);
+          if (items.some((item) => item.fails)) throw new Error(`chunk ${name} failed`);
+          return items.map((item) => Buffer.from(`${item.index}:${item.key}`));
+        },
+      }),
+    });
+    const port = await new Promise<number>((resolve, reject) =>
+      server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (error, bound) => (error ? reject(error) : resolve(bound))),
+    );
+    address = `127.0.0.1:${port}`;
+  });
+
+  beforeEach(() => {
+    log = [];
+  });
+
+  after(() => {
+    server.forceShutdown();
+  });
+
+  /** Sends the items in one stream (all before the first answer) and collects the answers and the final status. */
+  async function stream(items: Array<Omit<Item, 'index'>>): Promise<{ answers: string[]; error: grpc.ServiceError | undefined }> {
+    const client = new grpc.Client(address, grpc.credentials.createInsecure());
+    const metadata = new grpc.Metadata();
+    metadata.set('authorization', 'Bearer test');
+    const call = client.makeBidiStreamRequest(METHOD, identity.serialize, identity.deserialize, metadata);
+    const answers: string[] = [];
+    call.on('data', (answer: Buffer) => answers.push(answer.toString()));
+    const done = new Promise<grpc.ServiceError | undefined>((resolve) => {
+      call.on('end', () => resolve(undefined));
+      call.on('error', (error: grpc.ServiceError) => resolve(error));
+    });
+    for (const item of items) call.write(Buffer.from(JSON.stringify(item)));
+    call.end();
+    const error = await done;
+    client.close();
+    return { answers, error };
+  }
+
+  /** Where in the log the write of the chunk holding `key` (its `nth` occurrence, from 0) started or ended. */
+  const at = (event: 'start' | 'end', key: string, nth = 0) =>
+    log
+      .map((line, position) => ({ line, position }))
+      .filter(
+        ({ line }) =>
+          line.startsWith(`${event} `) &&
+          line
+            .slice(event.length + 1)
+            .split('+')
+            .includes(key),
+      )[nth]?.position ?? -1;
+
+  // How many items the first chunk gets depends on how the messages arrive (the first is written
+  // as soon as anything is read), so these check what must hold for any cut into chunks.
+  it('starts the next chunk while a slow one is written, and answers the slow one first', async () => {
+    const { answers, error } = await stream([
+      { key: 'a', ms: 300, fails: false },
+      { key: 'b', ms: 1, fails: false },
+      { key: 'c', ms: 1, fails: false },
+      { key: 'd', ms: 1, fails: false },
+    ]);
+    assert.equal(error, undefined);
+    assert.deepEqual(answers, ['0:a', '1:b', '2:c', '3:d']);
+    // The second chunk (c is in it however the first was cut) was written meanwhile and finished
+    // first: pipelined, yet answered in order.
+    assert.ok(at('start', 'c') < at('end', 'a'), log.join(', '));
+    assert.ok(at('end', 'c') < at('end', 'a'), log.join(', '));
+  });
+
+  it('holds back a chunk that repeats a key of one under way until that one is written', async () => {
+    const { answers } = await stream([
+      { key: 'a', ms: 200, fails: false },
+      { key: 'b', ms: 1, fails: false },
+      { key: 'a', ms: 1, fails: false },
+      { key: 'c', ms: 1, fails: false },
+    ]);
+    assert.deepEqual(answers, ['0:a', '1:b', '2:a', '3:c']);
+    assert.ok(at('start', 'a', 1) > at('end', 'a', 0), log.join(', '));
+  });
+
+  it('answers the chunks before a failing one, then ends with its error', async () => {
+    const { answers, error } = await stream([
+      { key: 'a', ms: 1, fails: false },
+      { key: 'b', ms: 1, fails: false },
+      { key: 'c', ms: 100, fails: true },
+      { key: 'd', ms: 1, fails: false },
+      { key: 'e', ms: 1, fails: false },
+      { key: 'f', ms: 1, fails: false },
+    ]);
+    assert.equal(error?.code, grpc.status.INTERNAL);
+    // Whatever came before the failing chunk, in order; nothing of it or after it, though later chunks may have been written.
+    assert.deepEqual(answers, ['0:a', '1:b'].slice(0, answers.length));
+    assert.ok(at('end', 'c') >= 0);
   });
 });

@@ -33,7 +33,8 @@ import { isCurrency } from '@merx/kit';
 export const MAX_BATCH_CREATE = 1_000;
 /** Items read ahead of the chunk being written. */
 const READ_AHEAD = 2 * BULK_CHUNK_SIZE;
-const EXPORT_PAGE = 500;
+/** Products per query of an export: large enough that a query's round trip is small beside encoding its rows. */
+const EXPORT_PAGE = 1_000;
 
 function exportFiltersOf(request: ExportProductsRequest): ProductFilters {
   const filters: ProductFilters = {};
@@ -84,6 +85,7 @@ export function productGrpcService(products: BulkProductUseCases, verifier: Toke
     chunkSize: BULK_CHUNK_SIZE,
     readAhead: READ_AHEAD,
     itemOf: (message, index) => ({ index, body: restBodyOf(message.product) }),
+    keyOf: (item) => (typeof item.body.sku === 'string' ? item.body.sku : undefined),
     write: async (claims, items) =>
       (await products.upsertProducts(claims.merchantId, items)).map((outcome) => create(UpsertProductsResponseSchema, { result: wireResultOf(outcome) })),
   });
@@ -93,15 +95,23 @@ export function productGrpcService(products: BulkProductUseCases, verifier: Toke
       const claims = await authenticateGrpcCall(verifier, call.metadata, 'products:read');
       assertDecoded(call.request);
       const filters = exportFiltersOf(call.request);
-      let after: string | undefined;
+      const pageAfter = (after: string | undefined) => {
+        const page = products.exportPage(claims.merchantId, after, EXPORT_PAGE, filters);
+        // Awaited below; this only keeps a failure of a page nobody waits for any more (a cancelled call) from going unhandled.
+        page.catch(() => undefined);
+        return page;
+      };
+      let next = pageAfter(undefined);
       while (!call.cancelled) {
-        const page = await products.exportPage(claims.merchantId, after, EXPORT_PAGE, filters);
-        // A page goes out together; the next is read only once the client has taken it, so a slow reader holds one page at most.
+        const page = await next;
+        const more = page.length === EXPORT_PAGE;
+        // The next page is read while this one goes out, and is not sent before the client has taken
+        // this one: a slow reader holds two pages at most.
+        if (more) next = pageAfter(page.at(-1)!.id);
         let flowing = true;
         for (const product of page) flowing = call.write(create(ExportProductsResponseSchema, { product: wireProductOf(product) }));
         if (!flowing) await drained(call);
-        if (page.length < EXPORT_PAGE) break;
-        after = page.at(-1)!.id;
+        if (!more) break;
       }
       if (!call.cancelled) call.end();
     })().catch((error: unknown) => endStreamWithError(call, error, logger));

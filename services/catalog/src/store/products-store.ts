@@ -215,6 +215,53 @@ export async function insertProductsForMerchant(
   }
 }
 
+/**
+ * Many products changed in one statement (a bulk upsert's updates): each row is given whole, as
+ * the caller read it under FOR UPDATE in this transaction with its changes applied, so one
+ * UPDATE … FROM unnest covers any mix of changed columns. Version and update time move as PATCH moves them.
+ */
+export async function updateProductsForMerchant(
+  tx: Queryable,
+  merchantId: MerchantId,
+  updates: Array<{ current: Product; changes: ProductChanges }>,
+  now: Date,
+): Promise<Product[]> {
+  if (updates.length === 0) return [];
+  const rows = updates.map(({ current, changes }) => ({ ...current, ...changes }));
+  const column = <T>(pick: (row: (typeof rows)[number]) => T) => rows.map(pick);
+  try {
+    const { rows: stored } = await tx.query<ProductRow>(
+      `UPDATE ${TABLE} AS product
+       SET sku = item.sku, title = item.title, description = item.description, price = item.price, currency = item.currency,
+           status = item.status, inventory_quantity = item.inventory_quantity, attributes = item.attributes,
+           version = product.version + 1, updated_at = $11
+       FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::numeric[], $7::text[], $8::text[], $9::int[], $10::jsonb[])
+         AS item(id, sku, title, description, price, currency, status, inventory_quantity, attributes)
+       WHERE product.merchant_id = $1 AND product.id = item.id
+       RETURNING ${COLUMNS.split(', ')
+         .map((column) => `product.${column}`)
+         .join(', ')}`,
+      [
+        merchantId,
+        column((row) => row.id),
+        column((row) => row.sku),
+        column((row) => row.title),
+        column((row) => row.description),
+        column((row) => row.price),
+        column((row) => row.currency),
+        column((row) => row.status),
+        column((row) => row.inventoryQuantity),
+        column((row) => JSON.stringify(row.attributes)),
+        now,
+      ],
+    );
+    return stored.map(toProduct);
+  } catch (error) {
+    if (isSkuClash(error)) throw skuConflict(updates.map(({ current, changes }) => changes.sku ?? current.sku).join(', '));
+    throw error;
+  }
+}
+
 /** Oldest first after `afterId` (an export's stable order: every product once, new ones at the end). */
 export async function exportProductsForMerchant(
   db: Queryable,

@@ -1,12 +1,20 @@
 import { buildEvent, Conflict, MerxError, type Db, type FieldError, type MerchantId, type MerxEvent, type Outbox, type Queryable } from '@merx/kit';
-import { assertTransition, effectiveChanges, validateNewProduct, validateProductChanges, type NewProduct, type Product } from '../domain/product.js';
+import {
+  assertTransition,
+  effectiveChanges,
+  validateNewProduct,
+  validateProductChanges,
+  type NewProduct,
+  type Product,
+  type ProductChanges,
+} from '../domain/product.js';
 import { presentPrevious, presentProduct } from '../domain/present.js';
 import { newProductWithEvent } from './products.js';
 import {
   exportProductsForMerchant,
   findProductsBySkuForMerchant,
   insertProductsForMerchant,
-  updateProductForMerchant,
+  updateProductsForMerchant,
   type ProductFilters,
 } from '../store/products-store.js';
 
@@ -58,7 +66,10 @@ export function chunksOf(items: BulkItem[]): BulkItem[][] {
 
 interface Planned {
   inserts: Array<{ id: string; product: NewProduct }>;
-  events: MerxEvent[];
+  /** Existing products and their effective changes, written together after the plan. */
+  updates: Array<{ current: Product; changes: ProductChanges }>;
+  /** products.created of each new product, by id (built before the insert, as POST builds it). */
+  creations: Map<string, MerxEvent>;
   outcomes: BulkOutcome[];
 }
 
@@ -73,12 +84,24 @@ export function bulkProductUseCases({ db, outbox, now = () => new Date() }: { db
     const attempt = () =>
       outbox.transaction(async (tx, emit) => {
         const planned = await planChunk(tx, merchantId, items, mode);
-        const stored = await insertProductsForMerchant(tx, merchantId, planned.inserts, now());
-        const byId = new Map(stored.map((product) => [product.id, product]));
+        const at = now();
+        const stored = await insertProductsForMerchant(tx, merchantId, planned.inserts, at);
+        const updated = await updateProductsForMerchant(tx, merchantId, planned.updates, at);
+        const byId = new Map([...stored, ...updated].map((product) => [product.id, product]));
+        const previous = new Map(planned.updates.map((update) => [update.current.id, update]));
+        // Events in the order of the items, so followers see the stream's order.
         for (const outcome of planned.outcomes) {
-          if (outcome.outcome === 'created') outcome.product = byId.get(outcome.product.id) ?? outcome.product;
+          if (outcome.outcome === 'created') {
+            emit(planned.creations.get(outcome.product.id)!);
+            outcome.product = byId.get(outcome.product.id) ?? outcome.product;
+          } else if (outcome.outcome === 'updated') {
+            // Built from the row as stored (the new version, the canonical price), as PATCH builds it.
+            const product = byId.get(outcome.product.id)!;
+            const { current, changes } = previous.get(product.id)!;
+            outcome.product = product;
+            emit(buildEvent('products.updated', merchantId, { object: presentProduct(product), previous: presentPrevious(current, changes) }));
+          }
         }
-        for (const event of planned.events) emit(event);
         return planned.outcomes;
       });
     try {
@@ -93,7 +116,7 @@ export function bulkProductUseCases({ db, outbox, now = () => new Date() }: { db
   async function planChunk(tx: Queryable, merchantId: MerchantId, items: BulkItem[], mode: 'create' | 'upsert'): Promise<Planned> {
     const skus = [...new Set(items.map((item) => item.body.sku).filter((sku): sku is string => typeof sku === 'string'))];
     const current = new Map((await findProductsBySkuForMerchant(tx, merchantId, skus, { forUpdate: true })).map((product) => [product.sku, product]));
-    const planned: Planned = { inserts: [], events: [], outcomes: [] };
+    const planned: Planned = { inserts: [], updates: [], creations: new Map(), outcomes: [] };
     const createdAt = now();
     for (const item of items) {
       try {
@@ -102,7 +125,7 @@ export function bulkProductUseCases({ db, outbox, now = () => new Date() }: { db
           const input = validateNewProduct(item.body);
           const { product, event } = newProductWithEvent(merchantId, input, createdAt);
           planned.inserts.push({ id: product.id, product: input });
-          planned.events.push(event);
+          planned.creations.set(product.id, event);
           planned.outcomes.push({ index: item.index, sku: input.sku, outcome: 'created', product });
           current.set(input.sku, product);
           continue;
@@ -117,10 +140,8 @@ export function bulkProductUseCases({ db, outbox, now = () => new Date() }: { db
           planned.outcomes.push({ index: item.index, sku: existing.sku, outcome: 'unchanged', product: existing });
           continue;
         }
-        const updated = await updateProductForMerchant(tx, merchantId, existing.id, changes, createdAt);
-        planned.events.push(buildEvent('products.updated', merchantId, { object: presentProduct(updated), previous: presentPrevious(existing, changes) }));
-        planned.outcomes.push({ index: item.index, sku: updated.sku, outcome: 'updated', product: updated });
-        current.set(updated.sku, updated);
+        planned.updates.push({ current: existing, changes });
+        planned.outcomes.push({ index: item.index, sku: existing.sku, outcome: 'updated', product: existing });
       } catch (error) {
         planned.outcomes.push(failed(item, error));
       }

@@ -100,6 +100,8 @@ export function recordGrpcService(records: RecordUseCases, verifier: TokenVerifi
     chunkSize: MAX_RECORDS_PER_BATCH,
     readAhead: 2 * MAX_RECORDS_PER_BATCH,
     itemOf: streamedRecordOf,
+    // Records are once per (source, type, external id): the same record twice is answered in stream order.
+    keyOf: (record) => (record.externalId === '' ? undefined : `${record.sourceId}\u0000${String(record.body.type)}\u0000${record.externalId}`),
     async write(claims, items) {
       const answers: IngestRecordsResponse[] = [];
       for (const run of runsBySource(items)) answers.push(...(await ingest(claims.merchantId, run)));
