@@ -178,6 +178,30 @@ export async function findProductsBySkuForMerchant(
   return rows.map(toProduct);
 }
 
+/** The unnest source both bulk statements read: the rows as arrays, $2–$10 after the merchant id. */
+const BATCH_ITEMS = `unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::numeric[], $7::text[], $8::text[], $9::int[], $10::jsonb[])
+         AS item(id, sku, title, description, price, currency, status, inventory_quantity, attributes)`;
+
+function batchColumns(rows: Array<{ id: string; fields: NewProduct }>): unknown[] {
+  const column = <T>(pick: (fields: NewProduct) => T) => rows.map(({ fields }) => pick(fields));
+  return [
+    rows.map(({ id }) => id),
+    column((p) => p.sku),
+    column((p) => p.title),
+    column((p) => p.description),
+    column((p) => p.price),
+    column((p) => p.currency),
+    column((p) => p.status),
+    column((p) => p.inventoryQuantity),
+    column((p) => JSON.stringify(p.attributes)),
+  ];
+}
+
+/** RETURNING of an UPDATE … FROM, where the bare names would also match the source's columns. */
+const QUALIFIED_COLUMNS = COLUMNS.split(', ')
+  .map((column) => `product.${column}`)
+  .join(', ');
+
 /** Many new products in one statement (bulk creation); a sku that exists fails the whole statement. */
 export async function insertProductsForMerchant(
   tx: Queryable,
@@ -186,27 +210,13 @@ export async function insertProductsForMerchant(
   now: Date,
 ): Promise<Product[]> {
   if (products.length === 0) return [];
-  const column = <T>(pick: (product: NewProduct) => T) => products.map(({ product }) => pick(product));
   try {
     const { rows } = await tx.query<ProductRow>(
       `INSERT INTO ${TABLE} (merchant_id, id, sku, title, description, price, currency, status, inventory_quantity, attributes, version, created_at, updated_at)
        SELECT $1, id, sku, title, description, price, currency, status, inventory_quantity, attributes, 1, $11, $11
-       FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::numeric[], $7::text[], $8::text[], $9::int[], $10::jsonb[])
-         AS item(id, sku, title, description, price, currency, status, inventory_quantity, attributes)
+       FROM ${BATCH_ITEMS}
        RETURNING ${COLUMNS}`,
-      [
-        merchantId,
-        products.map(({ id }) => id),
-        column((p) => p.sku),
-        column((p) => p.title),
-        column((p) => p.description),
-        column((p) => p.price),
-        column((p) => p.currency),
-        column((p) => p.status),
-        column((p) => p.inventoryQuantity),
-        column((p) => JSON.stringify(p.attributes)),
-        now,
-      ],
+      [merchantId, ...batchColumns(products.map(({ id, product }) => ({ id, fields: product }))), now],
     );
     return rows.map(toProduct);
   } catch (error) {
@@ -227,33 +237,17 @@ export async function updateProductsForMerchant(
   now: Date,
 ): Promise<Product[]> {
   if (updates.length === 0) return [];
-  const rows = updates.map(({ current, changes }) => ({ ...current, ...changes }));
-  const column = <T>(pick: (row: (typeof rows)[number]) => T) => rows.map(pick);
+  const rows = updates.map(({ current, changes }) => ({ id: current.id, fields: { ...current, ...changes } }));
   try {
     const { rows: stored } = await tx.query<ProductRow>(
       `UPDATE ${TABLE} AS product
        SET sku = item.sku, title = item.title, description = item.description, price = item.price, currency = item.currency,
            status = item.status, inventory_quantity = item.inventory_quantity, attributes = item.attributes,
            version = product.version + 1, updated_at = $11
-       FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::numeric[], $7::text[], $8::text[], $9::int[], $10::jsonb[])
-         AS item(id, sku, title, description, price, currency, status, inventory_quantity, attributes)
+       FROM ${BATCH_ITEMS}
        WHERE product.merchant_id = $1 AND product.id = item.id
-       RETURNING ${COLUMNS.split(', ')
-         .map((column) => `product.${column}`)
-         .join(', ')}`,
-      [
-        merchantId,
-        column((row) => row.id),
-        column((row) => row.sku),
-        column((row) => row.title),
-        column((row) => row.description),
-        column((row) => row.price),
-        column((row) => row.currency),
-        column((row) => row.status),
-        column((row) => row.inventoryQuantity),
-        column((row) => JSON.stringify(row.attributes)),
-        now,
-      ],
+       RETURNING ${QUALIFIED_COLUMNS}`,
+      [merchantId, ...batchColumns(rows), now],
     );
     return stored.map(toProduct);
   } catch (error) {
