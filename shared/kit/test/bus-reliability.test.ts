@@ -238,6 +238,16 @@ for (const backend of durableBackends) {
       return bus;
     };
     const rows = async (table: string) => (await db.query(`SELECT * FROM ${table}`)).rows;
+    /** A test's own outbox schema beside the bus's, dropped afterwards. */
+    const withOutboxSchema = async (work: (outboxSchema: string) => Promise<void>) => {
+      const outboxSchema = uniqueName('kit_test_');
+      await migrateSchema(db, outboxSchema, [outboxMigration, outboxTraceContextMigration]);
+      try {
+        await work(outboxSchema);
+      } finally {
+        await dropSchema(db, outboxSchema);
+      }
+    };
 
     before(async () => ({ db, close } = await backend.open()));
     beforeEach(() => (schema = uniqueName('kit_test_')));
@@ -303,9 +313,7 @@ for (const backend of durableBackends) {
 
     it("takes events from the outbox into its queue table in the relay's own transaction", async () => {
       const bus = await open();
-      const outboxSchema = uniqueName('kit_test_');
-      await migrateSchema(db, outboxSchema, [outboxMigration, outboxTraceContextMigration]);
-      try {
+      await withOutboxSchema(async (outboxSchema) => {
         const outbox = new Outbox(db, outboxSchema);
         const relay = new OutboxRelay({ db, bus, outbox, logger: silentLogger, service: 'kit-test' });
         // The queue is declared (bound), its consumer gone: what the relay moves must wait in the table.
@@ -323,16 +331,12 @@ for (const backend of durableBackends) {
         await bus.consume({ queue: 'relay.events', bindings: ['things.*'] }, async (e) => void received.push(e.id));
         await waitFor(() => received.length === 1, 'the relayed delivery');
         await waitFor(async () => (await rows(`${schema}.messages`)).length === 0, 'the acked row deleted');
-      } finally {
-        await dropSchema(db, outboxSchema);
-      }
+      });
     });
 
     it('with the bus given to the outbox, a transaction queues its events itself: nothing in the outbox, nothing before commit, nothing on rollback', async () => {
       const bus = await open();
-      const outboxSchema = uniqueName('kit_test_');
-      await migrateSchema(db, outboxSchema, [outboxMigration, outboxTraceContextMigration]);
-      try {
+      await withOutboxSchema(async (outboxSchema) => {
         const outbox = new Outbox(db, outboxSchema, bus);
         const received: string[] = [];
         await bus.consume({ queue: 'direct.events', bindings: ['things.*'] }, async (e) => void received.push(e.id));
@@ -360,16 +364,12 @@ for (const backend of durableBackends) {
         assert.deepEqual(received, [first.id, second.id]);
         assert.deepEqual(await rows(`${outboxSchema}.outbox`), []);
         await waitFor(async () => (await rows(`${schema}.messages`)).length === 0, 'the acked rows deleted');
-      } finally {
-        await dropSchema(db, outboxSchema);
-      }
+      });
     });
 
     it('with the bus given to the outbox, its relay still delivers the rows an older version left in the table', async () => {
       const bus = await open();
-      const outboxSchema = uniqueName('kit_test_');
-      await migrateSchema(db, outboxSchema, [outboxMigration, outboxTraceContextMigration]);
-      try {
+      await withOutboxSchema(async (outboxSchema) => {
         const leftover = buildEvent('things.created', MERCHANT, { object: { n: 7 } });
         await new Outbox(db, outboxSchema).transaction(async (_tx, emit) => emit(leftover));
         const received: string[] = [];
@@ -381,17 +381,13 @@ for (const backend of durableBackends) {
         assert.deepEqual(received, [leftover.id]);
         assert.deepEqual(await rows(`${outboxSchema}.outbox`), []);
         await relay.stop();
-      } finally {
-        await dropSchema(db, outboxSchema);
-      }
+      });
     });
 
     it('with the bus given to the outbox, a one-statement write (withEvents) queues its events in that statement and returns only its own rows', async () => {
       const bus = await open();
-      const outboxSchema = uniqueName('kit_test_');
-      await migrateSchema(db, outboxSchema, [outboxMigration, outboxTraceContextMigration]);
-      await db.exec(`CREATE TABLE ${outboxSchema}.things (id text PRIMARY KEY, n integer NOT NULL)`);
-      try {
+      await withOutboxSchema(async (outboxSchema) => {
+        await db.exec(`CREATE TABLE ${outboxSchema}.things (id text PRIMARY KEY, n integer NOT NULL)`);
         const outbox = new Outbox(db, outboxSchema, bus);
         const received: string[] = [];
         const consumer = await bus.consume({ queue: 'direct.events', bindings: ['things.*'] }, async (e) => void received.push(e.id));
@@ -423,9 +419,7 @@ for (const backend of durableBackends) {
           [unwritten.id],
         );
         assert.deepEqual(await rows(`${outboxSchema}.outbox`), []);
-      } finally {
-        await dropSchema(db, outboxSchema);
-      }
+      });
     });
   });
 }
