@@ -135,22 +135,32 @@ export function createPostgresDb(connectionString: string, options: PostgresOpti
 }
 
 /**
+ * For a database of one connection (PGlite, here or on its thread): a statement through the outer
+ * Db inside a transaction callback would wait for that very transaction, forever. `guard` refuses
+ * it; `insideTransaction.run(true, …)` marks a callback.
+ */
+export function singleConnectionGuard() {
+  const insideTransaction = new AsyncLocalStorage<boolean>();
+  const guard = () => {
+    if (insideTransaction.getStore()) {
+      throw new Error('db.query called inside a transaction: use the transaction handle');
+    }
+  };
+  return { guard, insideTransaction };
+}
+
+/**
  * PGlite is one connection: a transaction holds it exclusively, so statements issued outside
  * the transaction by other requests wait their turn. We remember the open transaction in
  * AsyncLocalStorage only to detect the one mistake that would deadlock: using the outer Db
  * from inside a transaction callback.
  */
 export function createPgliteDb(pglite: PGlite): Db {
-  const insideTransaction = new AsyncLocalStorage<boolean>();
+  const { guard, insideTransaction } = singleConnectionGuard();
   const toResult = <Row>(result: { rows: unknown[]; affectedRows?: number }): QueryResult<Row> => ({
     rows: result.rows as Row[],
     rowCount: result.affectedRows ?? result.rows.length,
   });
-  const guard = () => {
-    if (insideTransaction.getStore()) {
-      throw new Error('db.query called inside a transaction: use the transaction handle');
-    }
-  };
   return withUnitsOfWork<BaseDb & Omit<Db, keyof UnitsOfWork>>({
     kind: 'pglite' as const,
     async query<Row>(sql: string, params?: unknown[]) {

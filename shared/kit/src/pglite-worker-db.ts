@@ -1,6 +1,5 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
 import { Worker } from 'node:worker_threads';
-import type { Db, Queryable, QueryResult } from './db.js';
+import { singleConnectionGuard, type Db, type Queryable, type QueryResult } from './db.js';
 import type { Reply, Request, SerializedError } from './pglite-thread.js';
 import { claimDataDir } from './runtime.js';
 import { traceQuery, traceTransaction } from './tracing.js';
@@ -70,10 +69,7 @@ export async function openPgliteThread(dataDir: string | undefined): Promise<Pgl
     throw error;
   }
 
-  const insideTransaction = new AsyncLocalStorage<boolean>();
-  const guard = () => {
-    if (insideTransaction.getStore()) throw new Error('db.query called inside a transaction: use the transaction handle');
-  };
+  const { guard, insideTransaction } = singleConnectionGuard();
   const db = withUnitsOfWork<BaseDb & Omit<Db, keyof UnitsOfWork>>({
     kind: 'pglite' as const,
     async query<Row>(sql: string, params?: unknown[]) {
