@@ -44,6 +44,8 @@ interface Stats {
   failures: number;
   pending: number;
   tests: number;
+  /** Mocha suites: each failing test's full title, file and first line of its error. */
+  failed?: string[];
 }
 
 function compiledFiles(dirs: string[], suffix: string): string[] {
@@ -291,7 +293,10 @@ async function main(): Promise<void> {
     totals.passed += result.passes;
     totals.failed += result.failures;
     totals.pending += result.pending;
-    if (result.exitCode !== 0 || result.failures > 0) failures.push(`${suite.name}: ${result.failures} failed (exit ${result.exitCode})`);
+    if (result.exitCode !== 0 || result.failures > 0) {
+      failures.push(`${suite.name}: ${result.failures} failed (exit ${result.exitCode})`);
+      for (const title of result.failed ?? []) failures.push(`  ${title}`);
+    }
   }
   await reportCoverage();
   process.stdout.write('\n');
