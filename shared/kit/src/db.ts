@@ -2,6 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { createHash } from 'node:crypto';
 import pg from 'pg';
 import type { PGlite, Transaction } from '@electric-sql/pglite';
+import { pgliteStatements } from './pglite-statements.js';
 import { traceQuery, traceTransaction } from './tracing.js';
 import { withUnitsOfWork, type BaseDb, type UnitsOfWork } from './unit-of-work.js';
 
@@ -157,15 +158,12 @@ export function singleConnectionGuard() {
  */
 export function createPgliteDb(pglite: PGlite): Db {
   const { guard, insideTransaction } = singleConnectionGuard();
-  const toResult = <Row>(result: { rows: unknown[]; affectedRows?: number }): QueryResult<Row> => ({
-    rows: result.rows as Row[],
-    rowCount: result.affectedRows ?? result.rows.length,
-  });
+  const statements = pgliteStatements(pglite);
   return withUnitsOfWork<BaseDb & Omit<Db, keyof UnitsOfWork>>({
     kind: 'pglite' as const,
     async query<Row>(sql: string, params?: unknown[]) {
       guard();
-      return toResult<Row>(await traceQuery('pglite', sql, () => pglite.query(sql, params as unknown[])));
+      return traceQuery('pglite', sql, () => statements.query<Row>(sql, params ?? [], false));
     },
     async exec(sql: string) {
       guard();
@@ -178,7 +176,7 @@ export function createPgliteDb(pglite: PGlite): Db {
           insideTransaction.run(true, () =>
             work({
               async query<Row>(sql: string, params?: unknown[]) {
-                return toResult<Row>(await traceQuery('pglite', sql, () => transaction.query(sql, params as unknown[])));
+                return traceQuery('pglite', sql, () => statements.query<Row>(sql, params ?? [], true));
               },
               async exec(sql: string) {
                 await transaction.exec(sql);

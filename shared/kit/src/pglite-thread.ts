@@ -1,5 +1,6 @@
 import { PGlite, type Transaction } from '@electric-sql/pglite';
 import { parentPort, workerData } from 'node:worker_threads';
+import { pgliteStatements } from './pglite-statements.js';
 
 /**
  * The worker side of the embedded database (pglite-worker-db.ts): one PGlite, owned by this
@@ -52,6 +53,7 @@ async function serve(): Promise<void> {
   // int8 as number, as the pg driver is set: both drivers must look alike to stores.
   const parsers = { 20: (value: string) => Number(value) };
   const pglite = await PGlite.create(dataDir ? { dataDir, parsers } : { parsers });
+  const statements = pgliteStatements(pglite);
   const transactions = new Map<number, OpenTransaction>();
   const port = parentPort!;
   const reply = (message: Reply) => port.postMessage(message);
@@ -61,7 +63,6 @@ async function serve(): Promise<void> {
       (value) => reply({ id, ok: true, value }),
       (error: unknown) => fail(id, error),
     );
-  const toResult = (result: { rows: unknown[]; affectedRows?: number }) => ({ rows: result.rows, rowCount: result.affectedRows ?? result.rows.length });
   const closedTransaction = (id: number) => fail(id, new Error('the transaction is no longer open'));
 
   const begin = (id: number, txId: number) => {
@@ -90,7 +91,7 @@ async function serve(): Promise<void> {
       case 'query':
       case 'exec': {
         const run = (target: PGlite | Transaction) =>
-          request.op === 'query' ? target.query(request.sql, request.params).then(toResult) : target.exec(request.sql).then(() => undefined);
+          request.op === 'query' ? statements.query(request.sql, request.params ?? [], target !== pglite) : target.exec(request.sql).then(() => undefined);
         if (request.tx === undefined) {
           void answer(request.id, () => run(pglite));
           return;
