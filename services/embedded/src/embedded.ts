@@ -210,6 +210,8 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<RunningEm
         publicUrl: baseUrl,
         apiReference,
         upstreams: { oauth: oauth.url, catalog: catalog.url, audit: audit.url, webhooks: webhooks.url, merchants: merchants.url, console: consoleApp.url },
+        // Every service runs in this process: the gateway calls them without their ports (in-process.ts).
+        inProcessUpstreams: { oauth, catalog, audit, webhooks, merchants, console: consoleApp },
         port,
         host,
         trustedProxies: options.trustedProxies ?? [],

@@ -1,5 +1,7 @@
 import type { Context } from 'koa';
+import type { RequestListener, Server } from 'node:http';
 import { Pool, errors as undiciErrors, type Dispatcher } from 'undici';
+import { InProcessDispatcher } from './in-process.js';
 import { currentContext, inClientSpan, MAX_BODY_BYTES, PayloadTooLarge, TRACE_HEADERS, Unavailable } from '@merx/kit';
 
 /** RFC 9110 §7.6.1: meaningful only for one hop, never forwarded. */
@@ -12,15 +14,24 @@ const MAX_BUFFERED_BYTES = 1024 * 1024;
 export interface Upstream {
   name: string;
   origin: string;
-  pool: Pool;
+  /** A keep-alive pool to the service's port, or the service's own handler when it runs in this process. */
+  dispatcher: Dispatcher;
 }
 
-export function createUpstream(name: string, origin: string): Upstream {
+/** A service running in this process (the embedded mode): its request listener and its server. */
+export interface InProcessService {
+  handle: RequestListener;
+  server: Server;
+}
+
+export function createUpstream(name: string, origin: string, inProcess?: InProcessService): Upstream {
   return {
     name,
     origin,
-    // Keep-alive connections to each service; pipelining stays off so one slow request never blocks another.
-    pool: new Pool(origin, { connections: 64, keepAliveTimeout: 30_000, keepAliveMaxTimeout: 60_000, headersTimeout: 30_000, bodyTimeout: 30_000 }),
+    dispatcher: inProcess
+      ? new InProcessDispatcher(inProcess)
+      : // Keep-alive connections to each service; pipelining stays off so one slow request never blocks another.
+        new Pool(origin, { connections: 64, keepAliveTimeout: 30_000, keepAliveMaxTimeout: 60_000, headersTimeout: 30_000, bodyTimeout: 30_000 }),
   };
 }
 
@@ -69,7 +80,7 @@ export async function proxyTo(upstream: Upstream, ctx: Context, requestId: strin
   const headers = forwardedHeaders(ctx, requestId);
   try {
     response = await inClientSpan(upstream.name, ctx.method, `${upstream.origin}${ctx.url}`, headers, async (span) => {
-      const answer = await upstream.pool.request({ method: ctx.method as Dispatcher.HttpMethod, path: ctx.url, headers, body: payload });
+      const answer = await upstream.dispatcher.request({ method: ctx.method as Dispatcher.HttpMethod, path: ctx.url, headers, body: payload });
       span?.setAttribute('http.response.status_code', answer.statusCode);
       return answer;
     });

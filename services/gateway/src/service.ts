@@ -19,7 +19,7 @@ import {
 import { canonicalPath } from './canonical-path.js';
 import { apiReferenceRoutes, loadApiReference, type ApiReference } from './docs.js';
 import { startGrpcEdge, type RunningGrpcEdge } from './grpc/edge.js';
-import { createUpstream, proxyTo, type Upstream } from './proxy.js';
+import { createUpstream, proxyTo, type InProcessService, type Upstream } from './proxy.js';
 import { resolveRoute, routeTable } from './routes.js';
 import { createThrottle, httpThrottleOverridesLoader, type ThrottleDeps } from './throttle/limiter.js';
 
@@ -35,6 +35,11 @@ export interface GatewayDeps {
   apiReference?: ApiReference;
   /** `console` is optional: without it /console is not routed (a gateway in front of the API alone). */
   upstreams: { oauth: string; catalog: string; audit: string; webhooks: string; merchants: string; console?: string };
+  /**
+   * Services running in this process (the embedded mode), by upstream name: requests go to their
+   * request listeners directly instead of through their ports (in-process.ts).
+   */
+  inProcessUpstreams?: Partial<Record<keyof GatewayDeps['upstreams'], InProcessService>>;
   /**
    * Proxies in front of the gateway (an ingress, a load balancer) whose `X-Forwarded-For` names
    * the client; empty trusts nobody and the socket's peer is the client.
@@ -61,7 +66,7 @@ export interface RunningGateway extends RunningServer {
  */
 async function checkUpstream(upstream: Upstream): Promise<string | undefined> {
   try {
-    const response = await upstream.pool.request({ method: 'GET', path: '/healthz', headersTimeout: 2_000, bodyTimeout: 2_000 });
+    const response = await upstream.dispatcher.request({ method: 'GET', path: '/healthz', headersTimeout: 2_000, bodyTimeout: 2_000 });
     await response.body.dump();
     return response.statusCode === 200 ? undefined : `${upstream.name} answered ${response.statusCode}: its routes answer 503`;
   } catch (error) {
@@ -76,12 +81,12 @@ function servedDocument(publicUrl: string): string {
 /** The only public origin: request ids, token checks at the edge, routing, problem+json for whatever goes wrong. */
 export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
   const upstreams = {
-    oauth: createUpstream('oauth', deps.upstreams.oauth),
-    catalog: createUpstream('catalog', deps.upstreams.catalog),
-    audit: createUpstream('audit', deps.upstreams.audit),
-    webhooks: createUpstream('webhooks', deps.upstreams.webhooks),
-    merchants: createUpstream('merchants', deps.upstreams.merchants),
-    ...(deps.upstreams.console ? { console: createUpstream('console', deps.upstreams.console) } : {}),
+    oauth: createUpstream('oauth', deps.upstreams.oauth, deps.inProcessUpstreams?.oauth),
+    catalog: createUpstream('catalog', deps.upstreams.catalog, deps.inProcessUpstreams?.catalog),
+    audit: createUpstream('audit', deps.upstreams.audit, deps.inProcessUpstreams?.audit),
+    webhooks: createUpstream('webhooks', deps.upstreams.webhooks, deps.inProcessUpstreams?.webhooks),
+    merchants: createUpstream('merchants', deps.upstreams.merchants, deps.inProcessUpstreams?.merchants),
+    ...(deps.upstreams.console ? { console: createUpstream('console', deps.upstreams.console, deps.inProcessUpstreams?.console) } : {}),
   };
   const table = routeTable(upstreams);
   const document = servedDocument(deps.publicUrl);
@@ -156,7 +161,7 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
       await grpc?.stop();
       await server.close();
       await throttle?.stop();
-      await Promise.all(Object.values(upstreams).map((upstream) => upstream.pool.close()));
+      await Promise.all(Object.values(upstreams).map((upstream) => upstream.dispatcher.close()));
     },
   };
 }

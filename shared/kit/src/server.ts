@@ -1,9 +1,11 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type RequestListener, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type Koa from 'koa';
 
 export interface RunningServer {
   server: Server;
+  /** What the server calls for each request: the embedded gateway calls it directly, without the port. */
+  handle: RequestListener;
   port: number;
   url: string;
   close(): Promise<void>;
@@ -11,7 +13,8 @@ export interface RunningServer {
 
 /** Listens and resolves once the port is open; `close` drains keep-alive sockets so shutdown is quick. */
 export async function listen(app: Koa, port: number, host = '127.0.0.1'): Promise<RunningServer> {
-  const server = createServer(app.callback());
+  const handle = app.callback();
+  const server = createServer(handle);
   server.keepAliveTimeout = 65_000; // longer than the gateway's pool keep-alive, so it never reuses a socket we just closed
   server.headersTimeout = 66_000;
   await new Promise<void>((resolve, reject) => {
@@ -25,6 +28,7 @@ export async function listen(app: Koa, port: number, host = '127.0.0.1'): Promis
   const actualPort = (server.address() as AddressInfo).port;
   return {
     server,
+    handle,
     port: actualPort,
     url: `http://${host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host}:${actualPort}`,
     close: () =>
