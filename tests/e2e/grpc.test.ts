@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
-import { create, type MessageInitShape } from '@bufbuild/protobuf';
+import { create, toBinary, type MessageInitShape } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import {
   BatchCreateProductsRequestSchema,
   ExportProductsRequestSchema,
+  ExportProductsResponseSchema,
   IngestRecordsRequestSchema,
   IngestRecordsResponse_Status,
   ProductResult_Outcome,
@@ -251,6 +252,131 @@ describe('gRPC sub-APIs through the public gRPC port', function () {
     assert.ok(drafts.every((message) => message.product!.status === ProductStatus.DRAFT));
   });
 
+  it('exports in pages the same products, once each and in the same order, as one per message and as REST', async () => {
+    // More than one database page (1,000 rows), so pages of messages straddle the database's pages.
+    const total = 2_347;
+    for (let start = 0; start < total; start += 1_000) {
+      const batch = await unary<BatchCreateProductsResponse>(
+        clients.products,
+        'BatchCreateProducts',
+        create(BatchCreateProductsRequestSchema, {
+          products: Array.from({ length: Math.min(1_000, total - start) }, (_, offset) => productInput(`PAGE-${start + offset}`)),
+        }),
+        bearer(merchant.token),
+      );
+      assert.ok(batch.results.every((result) => result.outcome === ProductResult_Outcome.CREATED));
+    }
+    const oneByOne = (
+      await serverStreamAll<ExportProductsResponse>(clients.products, 'ExportProducts', create(ExportProductsRequestSchema, {}), bearer(merchant.token))
+    ).map((message) => {
+      assert.equal(message.products.length, 0, 'without page_size, products stays empty');
+      return message.product!.id;
+    });
+    assert.equal(oneByOne.length, total);
+    // REST lists newest first; an export goes oldest first.
+    const throughRest = (await productsThroughRest()).reverse();
+    assert.deepEqual(
+      oneByOne,
+      throughRest.map((product) => product.id),
+    );
+
+    // None of these divides 2,347: the last message of each carries the rest.
+    for (const pageSize of [1, 7, 333, 500, 1_000]) {
+      const messages = await serverStreamAll<ExportProductsResponse>(
+        clients.products,
+        'ExportProducts',
+        create(ExportProductsRequestSchema, { pageSize }),
+        bearer(merchant.token),
+      );
+      assert.equal(messages.length, Math.ceil(total / pageSize), `page_size ${pageSize}`);
+      assert.ok(
+        messages.every(
+          (message, index) => message.product === undefined && message.products.length === (index < messages.length - 1 ? pageSize : total - pageSize * index),
+        ),
+        `page_size ${pageSize}: every message but the last is full`,
+      );
+      assert.deepEqual(
+        messages.flatMap((message) => message.products.map((product) => [product.id, product.sku, product.price, product.version])),
+        throughRest.map((product) => [product.id, product.sku, product.price, product.version]),
+        `page_size ${pageSize}`,
+      );
+    }
+    // Pages frame the filtered export too; an export of nothing is no message, not an empty page.
+    const drafts = await serverStreamAll<ExportProductsResponse>(
+      clients.products,
+      'ExportProducts',
+      create(ExportProductsRequestSchema, { status: ProductStatus.DRAFT, pageSize: 500 }),
+      bearer(merchant.token),
+    );
+    assert.deepEqual(drafts, []);
+    const one = await serverStreamAll<ExportProductsResponse>(
+      clients.products,
+      'ExportProducts',
+      create(ExportProductsRequestSchema, { sku: 'PAGE-42', pageSize: 500 }),
+      bearer(merchant.token),
+    );
+    assert.deepEqual(
+      one.map((message) => message.products.map((product) => product.sku)),
+      [['PAGE-42']],
+    );
+
+    // A slow reader of pages: the server waits for it rather than buffering the whole export.
+    const slow = await new Promise<string[]>((resolve, reject) => {
+      const stream: grpc.ClientReadableStream<ExportProductsResponse> = clients.products.ExportProducts(
+        create(ExportProductsRequestSchema, { pageSize: 100 }),
+        bearer(merchant.token),
+      );
+      const ids: string[] = [];
+      stream.on('data', (message: ExportProductsResponse) => {
+        ids.push(...message.products.map((product) => product.id));
+        if (ids.length % 500 === 0) {
+          stream.pause();
+          setTimeout(() => stream.resume(), 100);
+        }
+      });
+      stream.on('error', reject);
+      stream.on('end', () => resolve(ids));
+    });
+    assert.deepEqual(slow, oneByOne);
+  });
+
+  it('closes a page of large products early, so no message nears the 4 MiB a gRPC message may weigh', async () => {
+    // About 140 kB each (the longest description and attributes REST allows, in 4-byte characters):
+    // 40 of them, asked for in one page, would weigh 5.6 MB.
+    const large = (sku: string) =>
+      productInput(sku, {
+        description: '😀'.repeat(10_000),
+        attributes: Object.fromEntries(Array.from({ length: 50 }, (_, index) => [`key-${index}`, '😀'.repeat(500)])),
+      });
+    for (const start of [0, 20]) {
+      const batch = await unary<BatchCreateProductsResponse>(
+        clients.products,
+        'BatchCreateProducts',
+        create(BatchCreateProductsRequestSchema, { products: Array.from({ length: 20 }, (_, offset) => large(`LARGE-${start + offset}`)) }),
+        bearer(merchant.token),
+      );
+      assert.ok(
+        batch.results.every((result) => result.outcome === ProductResult_Outcome.CREATED),
+        JSON.stringify(batch.results.find((result) => result.problem)?.problem),
+      );
+    }
+    const messages = await serverStreamAll<ExportProductsResponse>(
+      clients.products,
+      'ExportProducts',
+      create(ExportProductsRequestSchema, { pageSize: 1_000 }),
+      bearer(merchant.token),
+    );
+    assert.ok(messages.length > 1, `${messages.length} message(s)`);
+    for (const message of messages) assert.ok(toBinary(ExportProductsResponseSchema, message).length <= 1024 * 1024);
+    const exported = messages.flatMap((message) => message.products);
+    assert.deepEqual(
+      exported.map((product) => product.sku),
+      (await productsThroughRest()).reverse().map((product) => product.sku),
+    );
+    assert.equal(exported.length, 40);
+    assert.equal(exported[0]!.description, '😀'.repeat(10_000));
+  });
+
   it('ingests records with one ack each, once per external_id, routed like REST ingestion', async () => {
     const source = await call(stack, 'POST', '/api/v1/sources', { token: merchant.token, body: { name: 'Shop', kind: 'storefront' } });
     assert.equal(source.status, 201, source.text);
@@ -470,6 +596,13 @@ describe('gRPC sub-APIs through the public gRPC port', function () {
       ),
       grpc.status.RESOURCE_EXHAUSTED,
     );
+    for (const pageSize of [1_001, 4_294_967_295]) {
+      const tooLarge = await rejectsWith(
+        serverStreamAll(clients.products, 'ExportProducts', create(ExportProductsRequestSchema, { pageSize }), bearer(merchant.token)),
+        grpc.status.INVALID_ARGUMENT,
+      );
+      assert.deepEqual(problemOf(tooLarge), { reason: 'validation_failed', fields: ['page_size'], retryDelayMs: undefined });
+    }
     const badTopic = await rejectsWith(
       serverStreamAll(clients.events, 'StreamEvents', create(StreamEventsRequestSchema, { topics: ['nonsense'] }), bearer(merchant.token)),
       grpc.status.INVALID_ARGUMENT,

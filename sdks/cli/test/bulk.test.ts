@@ -83,6 +83,15 @@ describe('merx import products and merx export products over gRPC', function () 
     assert.equal(new Set(products.map((product) => product.sku)).size, LINES - 5);
     assert.equal(products[0].object, 'product');
     assert.match(products[0].created_at, /Z$/);
+    const ids = products.map((product) => product.id);
+    assert.deepEqual(ids, [...ids].sort(), 'oldest first');
+    // Pages (500 per message by default) frame the products, never change them: one per message,
+    // and a size that divides nothing, write the very same lines.
+    for (const pageSize of ['1', '7']) {
+      const paged = await cli.run(['export', 'products', '--page-size', pageSize], { timeoutMs: 120_000 });
+      assert.equal(paged.code, 0, paged.stderr);
+      assert.equal(paged.stdout, exported.stdout, `--page-size ${pageSize}`);
+    }
   });
 
   it('a CSV with attribute columns, --from-line to resume, and an export re-imported unchanged', async () => {
@@ -129,13 +138,18 @@ describe('merx import products and merx export products over gRPC', function () 
     assert.match(csvExport.stdout, /^id,sku,title/);
   });
 
-  it('usage errors: an unknown format, an unreadable file, a bad --from-line (exit 2); an unreachable gRPC port (exit 1)', async () => {
+  it('usage errors: an unknown format, an unreadable file, a bad --from-line or --page-size (exit 2); a page size the server refuses, an unreachable gRPC port (exit 1)', async () => {
     const merchant = await server.createMerchant();
     const cli = new Cli(server, merchant);
     assert.equal((await cli.run(['import', 'products', path.join(cli.configDir, 'products.xml')])).code, 2);
     assert.equal((await cli.run(['import', 'products', path.join(cli.configDir, 'missing.csv')])).code, 2);
     assert.equal((await cli.run(['import', 'products', 'x.csv', '--from-line', 'zero'])).code, 2);
     assert.equal((await cli.run(['export', 'products', '--status', 'sold'])).code, 2);
+    for (const pageSize of ['0', 'ten', '2.5'])
+      assert.equal((await cli.run(['export', 'products', '--page-size', pageSize])).code, 2, `--page-size ${pageSize}`);
+    const tooLarge = await cli.run(['export', 'products', '--page-size', '1001']);
+    assert.equal(tooLarge.code, 1, 'the server refuses it');
+    assert.match(tooLarge.stderr, /page_size/);
     const unreachable = await cli.run(['export', 'products', '--grpc-url', '127.0.0.1:9']);
     assert.equal(unreachable.code, 1);
     assert.match(unreachable.stderr, /UNAVAILABLE/);

@@ -137,6 +137,26 @@ describe('gRPC helpers against the real gRPC port, over the REST token', functio
       );
     });
 
+    it('yields the same products in the same order whatever the page size, and refuses a page size out of range', async () => {
+      const ids = async (pageSize?: number) => {
+        const seen: string[] = [];
+        for await (const item of merx.bulk.exportProducts({ pageSize })) seen.push(item.id);
+        return seen;
+      };
+      const byDefault = await ids();
+      assert.equal(byDefault.length, 1_001);
+      // 1,001 products: none of these divides it, so every export ends on a part-filled page.
+      for (const pageSize of [1, 7, 1_000]) assert.deepEqual(await ids(pageSize), byDefault, `pageSize ${pageSize}`);
+
+      const tooLarge = await ids(1_001).catch((error: unknown) => error);
+      assert.ok(tooLarge instanceof UnprocessableEntityError, String(tooLarge));
+      assert.deepEqual(
+        tooLarge.errors.map((error) => error.field),
+        ['page_size'],
+      );
+      for (const pageSize of [0, 2.5]) await assert.rejects(ids(pageSize), /pageSize must be a whole number of products, 1 or more/);
+    });
+
     it('stops the export when the loop breaks, and a new export starts afresh', async () => {
       let seen = 0;
       for await (const item of merx.bulk.exportProducts()) {

@@ -47,7 +47,13 @@ export class BulkResource extends APIResource {
     return deferred(connection, (runtime) => runtime.upsertProducts(items, options));
   }
 
-  /** Every product matching the filters (those of `products.list`) once, oldest first. */
+  /**
+   * Every product matching the filters (those of `products.list`) once, oldest first, yielded one
+   * by one. On the wire the products come in pages of `pageSize` (default 500) per message, which
+   * is what makes an export fast; the pages never change which products come or their order.
+   *
+   *     for await (const product of merx.bulk.exportProducts({ status: 'active' })) console.log(product.sku);
+   */
   exportProducts(filters: ExportFilters = {}): AsyncIterable<Product> {
     const connection = connectionOf(this.requestor);
     return deferred(connection, (runtime) => runtime.exportProducts(filters));

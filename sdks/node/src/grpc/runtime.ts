@@ -36,6 +36,12 @@ import type {
 } from './types.js';
 
 const DEFAULT_WINDOW = 1_000;
+/**
+ * Products per message of an export unless the caller says otherwise: large enough that framing a
+ * message costs little per product (export runs several times faster than one per message), small
+ * enough that a message stays a fraction of a MiB.
+ */
+export const DEFAULT_EXPORT_PAGE_SIZE = 500;
 const DEFAULT_MAX_RECONNECTS = 10;
 const MAX_BACKOFF_MS = 8_000;
 /** Above the server's 4 MiB so the server, not this client, says a message is too large. */
@@ -71,12 +77,21 @@ export class GrpcRuntime {
 
   exportProducts(filters: ExportFilters): AsyncIterable<Product> {
     const method = ProductService.method.exportProducts;
+    const pageSize = filters.pageSize ?? DEFAULT_EXPORT_PAGE_SIZE;
+    if (!Number.isInteger(pageSize) || pageSize < 1) throw new MerxError('pageSize must be a whole number of products, 1 or more');
     const request = create(method.input, {
       status: filters.status === undefined ? ProductStatus.UNSPECIFIED : productStatusOf(filters.status),
       ...(filters.sku === undefined ? {} : { sku: filters.sku }),
       ...(filters.currency === undefined ? {} : { currency: filters.currency }),
+      pageSize,
     });
-    return mapAsync(this.serverStream(method, request, filters), (message) => restProductOf(message.product!));
+    // Read ahead about as many products as one product per message would, but never less than two
+    // pages, so the next page is on its way while the caller works through this one.
+    const readAhead = Math.max(2, Math.ceil(READ_AHEAD / pageSize));
+    return flatMapAsync(this.serverStream(method, request, filters, readAhead), (message) =>
+      // A server from before pages answers with `product`, one per message.
+      (message.product ? [message.product] : message.products).map(restProductOf),
+    );
   }
 
   /**
@@ -287,6 +302,7 @@ export class GrpcRuntime {
     method: DescMethod & { input: I; output: O },
     request: MessageShape<I>,
     options: GrpcCallOptions,
+    readAhead = READ_AHEAD,
   ): AsyncGenerator<MessageShape<O>> {
     let refreshedToken = false;
     for (;;) {
@@ -297,7 +313,7 @@ export class GrpcRuntime {
       else options.signal?.addEventListener('abort', cancel, { once: true });
       let received = 0;
       try {
-        for await (const message of answersOf(call)) {
+        for await (const message of answersOf(call, readAhead)) {
           received += 1;
           yield message;
         }
@@ -585,16 +601,20 @@ async function* mapAsync<T, U>(source: AsyncIterable<T>, map: (item: T) => U): A
   for await (const item of source) yield map(item);
 }
 
+async function* flatMapAsync<T, U>(source: AsyncIterable<T>, map: (item: T) => U[]): AsyncGenerator<U> {
+  for await (const item of source) yield* map(item);
+}
+
 const READ_AHEAD = 64;
 
 /**
  * A call's answers as an async iterable, from its events rather than the stream's own iterator:
  * grpc-js ends the readable side before it emits a failed status, and a reader waiting at that
  * moment could hang on a dropped connection (seen in the suite). Here a failed status or 'error'
- * throws the ServiceError after the answers already received, and 'end' ends the loop. At most READ_AHEAD answers wait
+ * throws the ServiceError after the answers already received, and 'end' ends the loop. At most `readAhead` answers wait
  * (the call is paused beyond that), so a slow consumer holds the server back, not memory.
  */
-async function* answersOf<T>(call: grpc.ClientReadableStream<T> | grpc.ClientDuplexStream<unknown, T>): AsyncGenerator<T> {
+async function* answersOf<T>(call: grpc.ClientReadableStream<T> | grpc.ClientDuplexStream<unknown, T>, readAhead = READ_AHEAD): AsyncGenerator<T> {
   const waiting: T[] = [];
   let outcome: { error?: grpc.ServiceError } | undefined;
   let wake: (() => void) | undefined;
@@ -604,7 +624,7 @@ async function* answersOf<T>(call: grpc.ClientReadableStream<T> | grpc.ClientDup
   };
   call.on('data', (answer: T) => {
     waiting.push(answer);
-    if (waiting.length >= READ_AHEAD) call.pause();
+    if (waiting.length >= readAhead) call.pause();
     poke();
   });
   call.on('error', (error: grpc.ServiceError) => {
@@ -625,7 +645,7 @@ async function* answersOf<T>(call: grpc.ClientReadableStream<T> | grpc.ClientDup
   for (;;) {
     if (waiting.length > 0) {
       const answer = waiting.shift()!;
-      if (waiting.length < READ_AHEAD / 2 && call.isPaused()) call.resume();
+      if (waiting.length < readAhead / 2 && call.isPaused()) call.resume();
       yield answer;
       continue;
     }

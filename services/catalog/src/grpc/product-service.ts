@@ -24,9 +24,9 @@ import {
   type Logger,
   type TokenVerifier,
 } from '@merx/kit';
-import { PRODUCT_STATUSES, type ProductStatus } from '../domain/product.js';
+import { PRODUCT_STATUSES, type Product, type ProductStatus } from '../domain/product.js';
 import { BULK_CHUNK_SIZE, type BulkItem, type BulkProductUseCases } from '../usecases/bulk-products.js';
-import { restBodyOf, statusNameOf, wireProductOf, wireResultOf } from './product-wire.js';
+import { restBodyOf, statusNameOf, wireProductOf, wireResultOf, wireSizeBoundOf } from './product-wire.js';
 import type { ProductFilters } from '../store/products-store.js';
 import { isCurrency } from '@merx/kit';
 
@@ -35,10 +35,27 @@ export const MAX_BATCH_CREATE = 1_000;
 const READ_AHEAD = 2 * BULK_CHUNK_SIZE;
 /** Products per query of an export: large enough that a query's round trip is small beside encoding its rows. */
 const EXPORT_PAGE = 1_000;
+/** The largest `page_size` of ExportProducts. */
+export const MAX_EXPORT_PAGE_SIZE = 1_000;
+/**
+ * What one page of an export may weigh: a page of large products (10,000-character descriptions,
+ * 50 attributes) closes early rather than pass the 4 MiB a gRPC message may weigh, here, at the
+ * gateway or at a client with grpc-js's defaults.
+ */
+export const MAX_EXPORT_PAGE_BYTES = 1024 * 1024;
 
-function exportFiltersOf(request: ExportProductsRequest): ProductFilters {
+interface ExportPlan {
+  filters: ProductFilters;
+  /** Products per response message; 0 is the one-product `product` field of old. */
+  pageSize: number;
+}
+
+function exportPlanOf(request: ExportProductsRequest): ExportPlan {
   const filters: ProductFilters = {};
   const errors = [];
+  if (request.pageSize > MAX_EXPORT_PAGE_SIZE) {
+    errors.push({ field: 'page_size', code: 'out_of_range', message: `page_size must be from 0 (one product per message) to ${MAX_EXPORT_PAGE_SIZE}` });
+  }
   const status = statusNameOf(request.status);
   if (status !== undefined) {
     if ((PRODUCT_STATUSES as readonly string[]).includes(status)) filters.status = status as ProductStatus;
@@ -50,7 +67,41 @@ function exportFiltersOf(request: ExportProductsRequest): ProductFilters {
     else errors.push({ field: 'currency', code: 'invalid_currency', message: 'currency must be an ISO 4217 code' });
   }
   if (errors.length > 0) throw new ValidationFailed(errors);
-  return filters;
+  return { filters, pageSize: request.pageSize };
+}
+
+/**
+ * Frames an export's products as response messages: one per message in `product` (page size 0),
+ * or pages in `products` of `pageSize` products, or fewer where that many would weigh more than
+ * MAX_EXPORT_PAGE_BYTES. A page is sent only once it is full, until `flush` at the end sends the
+ * rest, so pages do not shrink where the database's pages fall.
+ */
+function exportFramer(pageSize: number) {
+  let pending: ExportProductsResponse['products'] = [];
+  let pendingBytes = 0;
+  const page = () => {
+    const message = create(ExportProductsResponseSchema, { products: pending });
+    pending = [];
+    pendingBytes = 0;
+    return message;
+  };
+  return {
+    framed(products: Product[]): ExportProductsResponse[] {
+      if (pageSize === 0) return products.map((product) => create(ExportProductsResponseSchema, { product: wireProductOf(product) }));
+      const messages: ExportProductsResponse[] = [];
+      for (const product of products) {
+        const bytes = wireSizeBoundOf(product);
+        if (pending.length > 0 && pendingBytes + bytes > MAX_EXPORT_PAGE_BYTES) messages.push(page());
+        pending.push(wireProductOf(product));
+        pendingBytes += bytes;
+        if (pending.length === pageSize) messages.push(page());
+      }
+      return messages;
+    },
+    flush(): ExportProductsResponse[] {
+      return pending.length > 0 ? [page()] : [];
+    },
+  };
 }
 
 /**
@@ -94,7 +145,8 @@ export function productGrpcService(products: BulkProductUseCases, verifier: Toke
     void (async () => {
       const claims = await authenticateGrpcCall(verifier, call.metadata, 'products:read');
       assertDecoded(call.request);
-      const filters = exportFiltersOf(call.request);
+      const { filters, pageSize } = exportPlanOf(call.request);
+      const framer = exportFramer(pageSize);
       const pageAfter = (after: string | undefined) => {
         const page = products.exportPage(claims.merchantId, after, EXPORT_PAGE, filters);
         // Awaited below; this only keeps a failure of a page nobody waits for any more (a cancelled call) from going unhandled.
@@ -106,10 +158,10 @@ export function productGrpcService(products: BulkProductUseCases, verifier: Toke
         const page = await next;
         const more = page.length === EXPORT_PAGE;
         // The next page is read while this one goes out, and is not sent before the client has taken
-        // this one: a slow reader holds two pages at most.
+        // this one: a slow reader holds two pages (and one part-filled message) at most.
         if (more) next = pageAfter(page.at(-1)!.id);
         let flowing = true;
-        for (const product of page) flowing = call.write(create(ExportProductsResponseSchema, { product: wireProductOf(product) }));
+        for (const message of more ? framer.framed(page) : [...framer.framed(page), ...framer.flush()]) flowing = call.write(message);
         if (!flowing) await drained(call);
         if (!more) break;
       }

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
-import { create } from '@bufbuild/protobuf';
-import { ProductInputSchema, ProductResult_Outcome, ProductStatus } from '@merx/contracts/grpc';
+import { create, toBinary } from '@bufbuild/protobuf';
+import { ExportProductsResponseSchema, ProductInputSchema, ProductResult_Outcome, ProductStatus } from '@merx/contracts/grpc';
 import { ValidationFailed } from '@merx/kit';
-import { validateNewProduct } from '../domain/product.js';
-import { restBodyOf, wireProductOf, wireResultOf } from './product-wire.js';
+import { validateNewProduct, type Product } from '../domain/product.js';
+import { restBodyOf, wireProductOf, wireResultOf, wireSizeBoundOf } from './product-wire.js';
 
 describe('ProductService messages as REST bodies', () => {
   it('reads empty strings as absent fields, so the REST checks say which are required', () => {
@@ -63,5 +63,42 @@ describe('ProductService messages as REST bodies', () => {
       failed.problem!.violations.map((v) => [v.field, v.code]),
       [['price', 'invalid_decimal']],
     );
+  });
+
+  it('bounds the bytes a product adds to an export page from above, and closely', () => {
+    const at = new Date('2026-11-22T10:04:05.123Z');
+    const base: Product = {
+      id: 'prod_01m84wz4ntj32rt4qgsnft38ft',
+      merchantId: 'mch_x',
+      sku: 'A-1',
+      title: 'A',
+      description: null,
+      price: '1.00',
+      currency: 'EUR',
+      status: 'active',
+      inventoryQuantity: null,
+      attributes: {},
+      version: 1,
+      createdAt: at,
+      updatedAt: at,
+    };
+    const largest = (character: string): Product => ({
+      ...base,
+      sku: 'S'.repeat(64),
+      title: character.repeat(255),
+      description: character.repeat(10_000),
+      price: '99999999999999.99',
+      inventoryQuantity: 2_147_483_647,
+      attributes: Object.fromEntries(Array.from({ length: 50 }, (_, index) => [`${character.repeat(60)}${index}`, character.repeat(500)])),
+      version: 2_147_483_647,
+    });
+    for (const product of [base, largest('x'), largest('é'), largest('😀')]) {
+      const page = (products: Product[]) =>
+        toBinary(ExportProductsResponseSchema, create(ExportProductsResponseSchema, { products: products.map(wireProductOf) })).length;
+      const added = page([product, product]) - page([product]);
+      const bound = wireSizeBoundOf(product);
+      assert.ok(bound >= added, `${bound} bytes bound ${added} encoded ones`);
+      assert.ok(bound <= added + 1_000, `${bound} bytes is a loose bound of ${added}`);
+    }
   });
 });

@@ -65,6 +65,22 @@ export function wireProductOf(product: Product): WireProduct {
   });
 }
 
+/** Tags, lengths and the fields of bounded size (id, currency, status, numbers, timestamps), generously. */
+const FIXED_WIRE_BYTES = 160;
+/** A tag and a length prefix: a field of up to 2 MiB needs at most 1 + 4 bytes. */
+const FIELD_OVERHEAD = 5;
+
+/**
+ * At least the bytes `wireProductOf(product)` encodes to within a message (never less), without
+ * encoding it: what lets an export close a page before it grows past its byte budget.
+ */
+export function wireSizeBoundOf(product: Product): number {
+  let bytes = FIXED_WIRE_BYTES + Buffer.byteLength(product.sku) + Buffer.byteLength(product.title) + Buffer.byteLength(product.price);
+  if (product.description !== null) bytes += FIELD_OVERHEAD + Buffer.byteLength(product.description);
+  for (const [key, value] of Object.entries(product.attributes)) bytes += 3 * FIELD_OVERHEAD + Buffer.byteLength(key) + Buffer.byteLength(value);
+  return bytes;
+}
+
 const OUTCOMES = {
   created: ProductResult_Outcome.CREATED,
   updated: ProductResult_Outcome.UPDATED,
