@@ -5,6 +5,24 @@ import { ValidationFailed } from '@merx/kit';
 import { validateNewProduct, type Product } from '../domain/product.js';
 import { restBodyOf, wireProductOf, wireResultOf, wireSizeBoundOf } from './product-wire.js';
 
+/** A product as the store returns it; each test changes what it is about. */
+const storedAt = new Date('2026-11-22T10:04:05.123Z');
+const storedProduct: Product = {
+  id: 'prod_01m84wz4ntj32rt4qgsnft38ft',
+  merchantId: 'mch_x',
+  sku: 'A-1',
+  title: 'A',
+  description: null,
+  price: '1.00',
+  currency: 'EUR',
+  status: 'active',
+  inventoryQuantity: null,
+  attributes: {},
+  version: 1,
+  createdAt: storedAt,
+  updatedAt: storedAt,
+};
+
 describe('ProductService messages as REST bodies', () => {
   it('reads empty strings as absent fields, so the REST checks say which are required', () => {
     const body = restBodyOf(create(ProductInputSchema, { title: 'No sku', price: '1.00', currency: 'EUR' }));
@@ -30,27 +48,12 @@ describe('ProductService messages as REST bodies', () => {
   });
 
   it('answers a product and a failed item in the wire shape', () => {
-    const createdAt = new Date('2026-11-22T10:04:05.123Z');
-    const product = {
-      id: 'prod_01m84wz4ntj32rt4qgsnft38ft',
-      merchantId: 'mch_x',
-      sku: 'A-1',
-      title: 'A',
-      description: null,
-      price: '1.00',
-      currency: 'EUR',
-      status: 'draft' as const,
-      inventoryQuantity: 3,
-      attributes: { k: 'v' },
-      version: 2,
-      createdAt,
-      updatedAt: createdAt,
-    };
+    const product: Product = { ...storedProduct, status: 'draft', inventoryQuantity: 3, attributes: { k: 'v' }, version: 2 };
     const wire = wireProductOf(product);
     assert.equal(wire.status, ProductStatus.DRAFT);
     assert.equal(wire.description, undefined);
     assert.equal(wire.inventoryQuantity, 3);
-    assert.equal(wire.createTime!.seconds, BigInt(Math.floor(createdAt.getTime() / 1000)));
+    assert.equal(wire.createTime!.seconds, BigInt(Math.floor(storedProduct.createdAt.getTime() / 1000)));
     const failed = wireResultOf({
       index: 4,
       sku: 'B',
@@ -66,22 +69,7 @@ describe('ProductService messages as REST bodies', () => {
   });
 
   it('bounds the bytes a product adds to an export page from above, and closely', () => {
-    const at = new Date('2026-11-22T10:04:05.123Z');
-    const base: Product = {
-      id: 'prod_01m84wz4ntj32rt4qgsnft38ft',
-      merchantId: 'mch_x',
-      sku: 'A-1',
-      title: 'A',
-      description: null,
-      price: '1.00',
-      currency: 'EUR',
-      status: 'active',
-      inventoryQuantity: null,
-      attributes: {},
-      version: 1,
-      createdAt: at,
-      updatedAt: at,
-    };
+    const base = storedProduct;
     const largest = (character: string): Product => ({
       ...base,
       sku: 'S'.repeat(64),
