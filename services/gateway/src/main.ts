@@ -2,7 +2,8 @@ import {
   adminListenerSettings,
   AmqpBus,
   API_AUDIENCE,
-  busRetryPolicyOf,
+  amqpBusSettingsOf,
+  amqpPublishSettings,
   busRetrySettings,
   configFields,
   createJwksTokenVerifier,
@@ -63,6 +64,7 @@ const gatewayConfig = z.object({
   MERX_TRUSTED_PROXIES: configFields.trustedProxies,
   MERX_SERVICE_TOKEN: configFields.secret("the credential services present to each other's internal routes"),
   ...busRetrySettings,
+  ...amqpPublishSettings,
 });
 
 let config;
@@ -86,7 +88,7 @@ try {
 await ensurePortFree(config.PORT, config.HOST).catch((error: unknown) => exitOnStartFailure('gateway', error));
 await ensurePortFree(config.GRPC_PORT, config.HOST).catch((error: unknown) => exitOnStartFailure('gateway', error));
 await ensureAdminPortFree(config).catch((error: unknown) => exitOnStartFailure('gateway', error));
-const bus = await AmqpBus.connect({ url: config.AMQP_URL, service: 'gateway', logger, deployment: config.MERX_DEPLOYMENT, retry: busRetryPolicyOf(config) });
+const bus = await AmqpBus.connect({ url: config.AMQP_URL, service: 'gateway', logger, deployment: config.MERX_DEPLOYMENT, ...amqpBusSettingsOf(config) });
 const revocations = new RevocationList({ maxTokenLifetimeSeconds: DEFAULT_MAX_TOKEN_LIFETIME_SECONDS });
 const revocationFeed = await startRevocationFeed({
   list: revocations,

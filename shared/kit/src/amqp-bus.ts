@@ -2,6 +2,7 @@ import amqp, { type Channel, type ChannelModel, type ConfirmChannel, type Consum
 import pRetry from 'p-retry';
 import { brokerNamesOf, type BrokerNames } from './broker-names.js';
 import {
+  decodeDeliveries,
   decodeDelivery,
   DEFAULT_RETRY_POLICY,
   describeFailure,
@@ -33,11 +34,40 @@ const QUEUE_HEADER = 'x-merx-queue';
 const ERROR_HEADER = 'x-merx-last-error';
 const POISONED_AT_HEADER = 'x-merx-poisoned-at';
 
+/**
+ * The content type of a message carrying several events of one topic: a JSON array of them, in
+ * publication order. One message of a hundred events costs the broker, and each consumer's
+ * deliveries and acks, about what one message of one event does (see BENCHMARKS.md).
+ */
+export const EVENT_BATCH_CONTENT_TYPE = 'application/vnd.merx.event-batch+json';
+/** How many events a batch message carries, for an operator reading a queue. */
+const BATCH_SIZE_HEADER = 'x-merx-events';
+/** Each event's W3C trace fields as JSON text ('' for none), in the order of the batch's events. */
+const BATCH_TRACES_HEADER = 'x-merx-event-traces';
+/** Events per message unless MERX_BUS_EVENTS_PER_MESSAGE says otherwise. */
+export const DEFAULT_EVENTS_PER_MESSAGE = 100;
+/** A batch closes early at this many bytes of JSON, so no message grows large whatever its events hold. */
+const MAX_BATCH_BYTES = 256 * 1024;
+
 interface RegisteredConsumer {
   options: ConsumerOptions;
   handler: EventHandler;
   channel?: Channel;
   closed: boolean;
+  /** Handlers running now: a batch message brings many events, and `prefetch` bounds events, not messages. */
+  running: number;
+  waiting: Array<() => void>;
+}
+
+/** One event's handling that failed, and the message that carries it alone onwards. */
+interface FailedDelivery {
+  copy: Message;
+  topic: string;
+  failures: number;
+  error: unknown;
+  hopeless: boolean;
+  eventId?: string;
+  outages?: number;
 }
 
 export interface AmqpBusOptions {
@@ -51,6 +81,12 @@ export interface AmqpBusOptions {
   reconnectMaxMs?: number;
   /** Waits between failed deliveries and the default delivery limit (MERX_BUS_RETRY_SCHEDULE, MERX_BUS_DELIVERY_LIMIT). */
   retry?: RetryPolicy;
+  /**
+   * Consecutive events of one topic published together go in one message of at most this many
+   * (MERX_BUS_EVENTS_PER_MESSAGE, default 100). 1 publishes a message per event, which releases
+   * before batches need while they still run beside this one during a rolling upgrade.
+   */
+  eventsPerMessage?: number;
 }
 
 /**
@@ -105,22 +141,40 @@ export class AmqpBus implements Bus {
     const channel = this.publisher;
     if (!channel) throw new Unavailable('The message broker is not connected.');
     const spans: PublishSpan[] = [];
-    for (const event of events) {
-      // The trace the event was written in continues in its message headers (tracing.ts).
-      const span = startPublishSpan(event, this.options.service, 'rabbitmq');
-      if (span) spans.push(span);
+    for (const batch of this.messagesOf(events)) {
+      // The trace each event was written in continues in its message's headers (tracing.ts).
+      const traces = batch.map(({ event }) => {
+        const span = startPublishSpan(event, this.options.service, 'rabbitmq');
+        if (span) spans.push(span);
+        return span?.headers;
+      });
+      const first = batch[0]!.event;
       // AMQP timestamps are unsigned seconds: a time before 1970 (or none) is left out rather
       // than making amqplib throw, which would wedge the outbox relay on this event for good.
-      const seconds = Math.floor(Date.parse(event.created_at) / 1000);
-      channel.publish(this.names.exchange, event.topic, Buffer.from(eventJson(event)), {
+      const seconds = Math.floor(Date.parse(first.created_at) / 1000);
+      const properties = {
         persistent: true,
-        messageId: event.id,
-        type: event.topic,
-        contentType: 'application/json',
+        messageId: first.id,
+        type: first.topic,
         ...(Number.isSafeInteger(seconds) && seconds >= 0 ? { timestamp: seconds } : {}),
         appId: this.options.service,
-        ...(span ? { headers: span.headers } : {}),
-      });
+      };
+      if (batch.length === 1) {
+        channel.publish(this.names.exchange, first.topic, Buffer.from(batch[0]!.json), {
+          ...properties,
+          contentType: 'application/json',
+          ...(traces[0] ? { headers: traces[0] } : {}),
+        });
+      } else {
+        channel.publish(this.names.exchange, first.topic, Buffer.from(`[${batch.map(({ json }) => json).join(',')}]`), {
+          ...properties,
+          contentType: EVENT_BATCH_CONTENT_TYPE,
+          headers: {
+            [BATCH_SIZE_HEADER]: batch.length,
+            ...(traces.some(Boolean) ? { [BATCH_TRACES_HEADER]: traces.map((trace) => (trace ? JSON.stringify(trace) : '')) } : {}),
+          },
+        });
+      }
     }
     try {
       await channel.waitForConfirms();
@@ -132,8 +186,30 @@ export class AmqpBus implements Bus {
     for (const event of events) busMessages.inc({ service: this.options.service, direction: 'published', topic: event.topic });
   }
 
+  /**
+   * The messages `events` go out in: runs of consecutive events of one topic (the routing key),
+   * so every queue still receives its events in publication order, at most `eventsPerMessage`
+   * and about MAX_BATCH_BYTES each.
+   */
+  private *messagesOf(events: MerxEvent[]): Generator<Array<{ event: MerxEvent; json: string }>> {
+    const limit = Math.max(1, this.options.eventsPerMessage ?? DEFAULT_EVENTS_PER_MESSAGE);
+    let batch: Array<{ event: MerxEvent; json: string }> = [];
+    let bytes = 0;
+    for (const event of events) {
+      const json = eventJson(event);
+      if (batch.length > 0 && (batch.length >= limit || batch[0]!.event.topic !== event.topic || bytes + json.length > MAX_BATCH_BYTES)) {
+        yield batch;
+        batch = [];
+        bytes = 0;
+      }
+      batch.push({ event, json });
+      bytes += json.length + 1;
+    }
+    if (batch.length > 0) yield batch;
+  }
+
   async consume(options: ConsumerOptions, handler: EventHandler): Promise<Consumer> {
-    const registered: RegisteredConsumer = { options, handler, closed: false };
+    const registered: RegisteredConsumer = { options, handler, closed: false, running: 0, waiting: [] };
     this.consumers.push(registered);
     if (this.connection) await this.startConsumer(this.connection, registered);
     return {
@@ -306,85 +382,120 @@ export class AmqpBus implements Bus {
     // Failures carried by a retried copy, plus this copy's own redeliveries (a crash, a lost channel).
     const failedBefore = Number(headers[FAILURES_HEADER] ?? 0) + Number(headers['x-delivery-count'] ?? 0);
     const topic = String(message.properties.type ?? message.fields.routingKey);
-    let event: MerxEvent;
+    const batch = message.properties.contentType === EVENT_BATCH_CONTENT_TYPE;
+    let events: MerxEvent[];
     try {
-      event = decodeDelivery(message.content.toString('utf8'));
+      const body = message.content.toString('utf8');
+      events = batch ? decodeDeliveries(body) : [decodeDelivery(body)];
     } catch (error) {
       // Bytes that do not parse will never succeed: straight to the poison queue.
-      await this.setAside(channel, message, consumer, { topic, failures: failedBefore + 1, error, hopeless: true });
+      await this.setAside(channel, message, consumer, [{ copy: message, topic, failures: failedBefore + 1, error, hopeless: true }]);
       return;
     }
+    const traces = batch ? batchTracesOf(headers, events.length) : [headers];
+    const redelivered = message.fields.redelivered || failedBefore > 0;
+    const outcomes = await Promise.allSettled(events.map((event, index) => this.handle(consumer, event, traces[index], failedBefore + 1, redelivered)));
+    const failed = outcomes.flatMap((outcome, index) =>
+      outcome.status === 'rejected' ? [{ event: events[index]!, error: outcome.reason as unknown, trace: traces[index] }] : [],
+    );
+    if (failed.length === 0) {
+      this.settle(() => channel.ack(message));
+      return;
+    }
+    if (options.transient) {
+      for (const { event, error } of failed) this.options.logger.warn({ err: error, event_id: event.id, topic: event.topic }, 'event handler failed; requeued');
+      this.settle(() => channel.nack(message, false, true));
+      return;
+    }
+    // Each failed event goes on alone: in a batch its siblings that succeeded are done with.
+    const outages = Number(headers[OUTAGES_HEADER] ?? 0) + 1;
+    await this.setAside(
+      channel,
+      message,
+      consumer,
+      failed.map(({ event, error, trace }): FailedDelivery => {
+        const copy = batch ? singleEventMessage(event, message, trace) : message;
+        return isOutage(error)
+          ? { copy, topic: event.topic, failures: failedBefore, error, hopeless: false, eventId: event.id, outages }
+          : { copy, topic: event.topic, failures: failedBefore + 1, error, hopeless: false, eventId: event.id };
+      }),
+    );
+  }
+
+  /** One event through its consumer's handler, waiting its turn when `prefetch` events are already running. */
+  private async handle(
+    consumer: RegisteredConsumer,
+    event: MerxEvent,
+    traceHeaders: Record<string, unknown> | undefined,
+    deliveryCount: number,
+    redelivered: boolean,
+  ) {
+    const limit = consumer.options.prefetch ?? 16;
+    if (consumer.running >= limit) await new Promise<void>((resolve) => consumer.waiting.push(resolve));
+    consumer.running++;
     try {
-      const deliveryCount = failedBefore + 1;
       await inConsumeSpan(
-        { id: event.id, topic: event.topic, headers },
-        { service: this.options.service, queue: options.queue, system: 'rabbitmq', deliveryCount },
-        () => runInEventContext(event, () => consumer.handler(event, { redelivered: message.fields.redelivered || failedBefore > 0, deliveryCount })),
+        { id: event.id, topic: event.topic, headers: traceHeaders },
+        { service: this.options.service, queue: consumer.options.queue, system: 'rabbitmq', deliveryCount },
+        () => runInEventContext(event, () => consumer.handler(event, { redelivered, deliveryCount })),
       );
       busMessages.inc({ service: this.options.service, direction: 'consumed', topic: event.topic });
-      this.settle(() => channel.ack(message));
-    } catch (error) {
-      if (options.transient) {
-        this.options.logger.warn({ err: error, event_id: event.id, topic: event.topic }, 'event handler failed; requeued');
-        this.settle(() => channel.nack(message, false, true));
-        return;
-      }
-      if (isOutage(error)) {
-        const outages = Number(headers[OUTAGES_HEADER] ?? 0) + 1;
-        await this.setAside(channel, message, consumer, { topic: event.topic, failures: failedBefore, error, hopeless: false, eventId: event.id, outages });
-        return;
-      }
-      await this.setAside(channel, message, consumer, { topic: event.topic, failures: failedBefore + 1, error, hopeless: false, eventId: event.id });
+    } finally {
+      consumer.running--;
+      consumer.waiting.shift()?.();
     }
   }
 
   /**
-   * A failed delivery of a work queue: a copy to the retry queue of its delay, or after the last
-   * allowed delivery to the poison queue, then the original is acked. Only once the broker has
-   * confirmed the copy; if it cannot take it, the original is requeued instead.
+   * Failed deliveries of a work queue: for each, a copy to the retry queue of its delay, or after
+   * the last allowed delivery to the poison queue; then the original is acked. Only once the
+   * broker has confirmed every copy; if it cannot take one, the original is requeued instead.
    */
-  private async setAside(
-    channel: Channel,
-    message: ConsumeMessage,
-    consumer: RegisteredConsumer,
-    failure: { topic: string; failures: number; error: unknown; hopeless: boolean; eventId?: string; outages?: number },
-  ): Promise<void> {
+  private async setAside(channel: Channel, message: ConsumeMessage, consumer: RegisteredConsumer, failures: FailedDelivery[]): Promise<void> {
     const logical = consumer.options.queue;
     const queue = this.names.queue(logical);
-    const outage = failure.outages !== undefined;
-    const poisoned = failure.hopeless || (!outage && failure.failures >= this.deliveryLimitOf(consumer.options));
-    const delayMs = outage ? outageRetryDelay(this.retry, failure.outages!) : retryDelayAfter(this.retry, failure.failures);
-    const target = poisoned ? poisonQueueOf(queue) : retryQueueOf(queue, delayMs);
-    const { 'x-delivery-count': _count, 'x-death': _deaths, ...kept } = message.properties.headers ?? {};
-    const reason = describeFailure(failure.error);
-    const headers = {
-      ...kept,
-      [FAILURES_HEADER]: failure.failures,
-      [OUTAGES_HEADER]: failure.outages ?? 0,
-      [QUEUE_HEADER]: logical,
-      [ERROR_HEADER]: reason,
-      ...(poisoned ? { [POISONED_AT_HEADER]: new Date().toISOString() } : {}),
-    };
-    const labels = { service: this.options.service, queue: logical, topic: failure.topic };
-    const context = { err: failure.error, event_id: failure.eventId, topic: failure.topic, failures: failure.failures };
+    const planned = failures.map((failure) => {
+      const outage = failure.outages !== undefined;
+      const poisoned = failure.hopeless || (!outage && failure.failures >= this.deliveryLimitOf(consumer.options));
+      const delayMs = outage ? outageRetryDelay(this.retry, failure.outages!) : retryDelayAfter(this.retry, failure.failures);
+      const { 'x-delivery-count': _count, 'x-death': _deaths, ...kept } = failure.copy.properties.headers ?? {};
+      const headers = {
+        ...kept,
+        [FAILURES_HEADER]: failure.failures,
+        [OUTAGES_HEADER]: failure.outages ?? 0,
+        [QUEUE_HEADER]: logical,
+        [ERROR_HEADER]: describeFailure(failure.error),
+        ...(poisoned ? { [POISONED_AT_HEADER]: new Date().toISOString() } : {}),
+      };
+      const target = poisoned ? poisonQueueOf(queue) : retryQueueOf(queue, delayMs);
+      return { failure, outage, poisoned, delayMs, target, headers };
+    });
     try {
-      await this.sendConfirmed(target, message, headers);
+      await Promise.all(planned.map(({ target, failure, headers }) => this.sendConfirmed(target, failure.copy, headers)));
     } catch (error) {
-      this.options.logger.warn({ ...context, copy_error: error }, 'event handler failed and its retry could not be scheduled; requeued');
+      for (const { failure } of planned)
+        this.options.logger.warn(
+          { err: failure.error, event_id: failure.eventId, topic: failure.topic, failures: failure.failures, copy_error: error },
+          'event handler failed and its retry could not be scheduled; requeued',
+        );
       this.settle(() => channel.nack(message, false, true));
       return;
     }
     this.settle(() => channel.ack(message));
-    if (poisoned) {
-      this.options.logger.error(context, 'event failed its last allowed delivery; moved to the poison queue');
-      busPoisoned.inc(labels);
-      busMessages.inc({ service: this.options.service, direction: 'poisoned', topic: failure.topic });
-    } else {
-      this.options.logger.warn(
-        { ...context, retry_in_ms: delayMs, outage },
-        outage ? 'event handler met an outage; retrying later, not counted as a failure' : 'event handler failed; retrying later',
-      );
-      busRetried.inc(labels);
+    for (const { failure, outage, poisoned, delayMs } of planned) {
+      const labels = { service: this.options.service, queue: logical, topic: failure.topic };
+      const context = { err: failure.error, event_id: failure.eventId, topic: failure.topic, failures: failure.failures };
+      if (poisoned) {
+        this.options.logger.error(context, 'event failed its last allowed delivery; moved to the poison queue');
+        busPoisoned.inc(labels);
+        busMessages.inc({ service: this.options.service, direction: 'poisoned', topic: failure.topic });
+      } else {
+        this.options.logger.warn(
+          { ...context, retry_in_ms: delayMs, outage },
+          outage ? 'event handler met an outage; retrying later, not counted as a failure' : 'event handler failed; retrying later',
+        );
+        busRetried.inc(labels);
+      }
     }
   }
 
@@ -423,14 +534,10 @@ export class AmqpBus implements Bus {
       for (let seen = 0; seen < messageCount; seen++) {
         const message = await channel.get(poison, { noAck: false });
         if (!message) break;
-        let event: MerxEvent | undefined;
-        try {
-          event = JSON.parse(message.content.toString('utf8')) as MerxEvent;
-        } catch {
-          event = undefined;
-        }
         const headers = message.properties.headers ?? {};
-        if (event)
+        const { 'x-delivery-count': _count, ...kept } = headers;
+        const events = eventsOf(message);
+        for (const event of events ?? [])
           visit({
             queue: logical,
             event,
@@ -438,13 +545,23 @@ export class AmqpBus implements Bus {
             last_error: headerText(headers[ERROR_HEADER]),
             poisoned_at: headerText(headers[POISONED_AT_HEADER]),
           });
-        if (event && replay(event)) {
-          await this.sendConfirmed(queue, message, {}, channel);
-          replayed++;
-        } else {
-          const { 'x-delivery-count': _count, ...kept } = headers;
+        const chosen = new Set((events ?? []).filter((event) => replay(event)));
+        if (!events || chosen.size === 0) {
           await this.sendConfirmed(poison, message, kept, channel);
+        } else if (chosen.size === events.length && message.properties.contentType !== EVENT_BATCH_CONTENT_TYPE) {
+          await this.sendConfirmed(queue, message, {}, channel);
+        } else {
+          // A batch the broker set aside whole (its consumer kept dying) is split: the chosen
+          // events go back to work one by one with a fresh count, the others stay poisoned one by one.
+          const traces = batchTracesOf(headers, events.length);
+          for (const [index, event] of events.entries()) {
+            const copy = singleEventMessage(event, message, traces[index]);
+            const { 'x-delivery-count': _copyCount, ...poisonHeaders } = copy.properties.headers ?? {};
+            if (chosen.has(event)) await this.sendConfirmed(queue, copy, { ...traces[index] }, channel);
+            else await this.sendConfirmed(poison, copy, poisonHeaders, channel);
+          }
         }
+        replayed += chosen.size;
         channel.ack(message);
       }
     } finally {
@@ -502,6 +619,44 @@ export class AmqpBus implements Bus {
       /* channel closed: the message is redelivered, and the inbox drops it if it was handled */
     }
   }
+}
+
+/** The events a message carries (one, or a batch's), or undefined when its bytes do not parse. */
+function eventsOf(message: Message): MerxEvent[] | undefined {
+  try {
+    const body = message.content.toString('utf8');
+    return message.properties.contentType === EVENT_BATCH_CONTENT_TYPE ? decodeDeliveries(body) : [JSON.parse(body) as MerxEvent];
+  } catch {
+    return undefined;
+  }
+}
+
+/** The trace headers of each event of a batch (empty where it had none). */
+function batchTracesOf(headers: Record<string, unknown>, count: number): Array<Record<string, unknown> | undefined> {
+  const traces = headers[BATCH_TRACES_HEADER];
+  return Array.from({ length: count }, (_, index) => {
+    const text = Array.isArray(traces) ? headerText(traces[index]) : null;
+    if (!text) return undefined;
+    try {
+      const parsed = JSON.parse(text) as unknown;
+      return parsed && typeof parsed === 'object' ? (parsed as Record<string, unknown>) : undefined;
+    } catch {
+      return undefined;
+    }
+  });
+}
+
+/**
+ * One event of a batch as the message it would have been alone: what goes to a retry or poison
+ * queue when it failed and its siblings did not, so its retries, poison and replay are its own.
+ */
+function singleEventMessage(event: MerxEvent, batch: Message, trace: Record<string, unknown> | undefined): Message {
+  const { [BATCH_SIZE_HEADER]: _size, [BATCH_TRACES_HEADER]: _traces, ...headers } = batch.properties.headers ?? {};
+  return {
+    content: Buffer.from(JSON.stringify(event)),
+    fields: batch.fields,
+    properties: { ...batch.properties, messageId: event.id, type: event.topic, contentType: 'application/json', headers: { ...headers, ...trace } },
+  };
 }
 
 /** Failures before a message was poisoned: our header, or the broker's count when its delivery limit set it aside. */

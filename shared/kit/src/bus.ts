@@ -176,6 +176,18 @@ export function decodeDelivery(body: string): MerxEvent {
   return UNSTORABLE_ESCAPE.test(body) ? (storableValue(event) as MerxEvent) : event;
 }
 
+/**
+ * Decodes the body of a message carrying several events (a JSON array of them, see amqp-bus.ts)
+ * the same way as one event's. Anything but an array of objects is refused: such bytes will
+ * never succeed, and go to the poison queue whole.
+ */
+export function decodeDeliveries(body: string): MerxEvent[] {
+  const parsed = JSON.parse(body) as unknown;
+  if (!Array.isArray(parsed) || parsed.length === 0 || !parsed.every((item) => item !== null && typeof item === 'object' && !Array.isArray(item)))
+    throw new Error('an event batch must be a non-empty JSON array of events');
+  return (UNSTORABLE_ESCAPE.test(body) ? storableValue(parsed) : parsed) as MerxEvent[];
+}
+
 /** A handler error as an operator reads it: its message, bounded and storable. */
 export function describeFailure(error: unknown): string {
   const text = error instanceof Error ? `${error.name}: ${error.message}` : String(error);

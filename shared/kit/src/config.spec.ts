@@ -44,6 +44,7 @@ describe('loadConfig', () => {
       MERX_DEPLOYMENT: 'merx',
       MERX_BUS_RETRY_SCHEDULE: [1_000, 5_000, 30_000, 120_000, 600_000],
       MERX_BUS_DELIVERY_LIMIT: 10,
+      MERX_BUS_EVENTS_PER_MESSAGE: 100,
     });
     assert.equal(loadConfig('catalog', distributedServiceConfig(3002, 9002), { ...goodEnv, PORT: undefined }).PORT, 3002);
     assert.equal(loadConfig('catalog', distributedServiceConfig(3002, 9002), { ...goodEnv, PORT: '0', MERX_DB_POOL_SIZE: '3' }).MERX_DB_POOL_SIZE, 3);

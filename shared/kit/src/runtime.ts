@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { adminListenerSettings } from './admin-server.js';
-import { AmqpBus } from './amqp-bus.js';
+import { AmqpBus, DEFAULT_EVENTS_PER_MESSAGE, type AmqpBusOptions } from './amqp-bus.js';
 import { deploymentField } from './broker-names.js';
 import { createJwksTokenVerifier, type TokenVerifier } from './auth.js';
 import { DEFAULT_BUS_RETRY_SCHEDULE, DEFAULT_DELIVERY_LIMIT, type Bus, type RetryPolicy } from './bus.js';
@@ -45,6 +45,7 @@ export const distributedServiceConfig = (defaultPort: number, defaultAdminPort: 
     MERX_OAUTH_URL: configFields.httpUrl('http://oauth:3001').default('http://oauth:3001'),
     MERX_JWKS_URL: configFields.httpUrl('http://oauth:3001/oauth/jwks').optional(),
     ...busRetrySettings,
+    ...amqpPublishSettings,
   });
 
 /** How every bus retries a failed delivery (both modes): waits between deliveries, then the poison queue. */
@@ -55,6 +56,20 @@ export const busRetrySettings = {
 
 export function busRetryPolicyOf(config: { MERX_BUS_RETRY_SCHEDULE: number[]; MERX_BUS_DELIVERY_LIMIT: number }): RetryPolicy {
   return { delaysMs: config.MERX_BUS_RETRY_SCHEDULE, deliveryLimit: config.MERX_BUS_DELIVERY_LIMIT };
+}
+
+/** How the RabbitMQ bus packs events into messages (the distributed mode's processes). */
+export const amqpPublishSettings = {
+  MERX_BUS_EVENTS_PER_MESSAGE: configFields.positiveInt(DEFAULT_EVENTS_PER_MESSAGE),
+};
+
+/** The RabbitMQ bus's settings from a process's configuration. */
+export function amqpBusSettingsOf(config: {
+  MERX_BUS_RETRY_SCHEDULE: number[];
+  MERX_BUS_DELIVERY_LIMIT: number;
+  MERX_BUS_EVENTS_PER_MESSAGE: number;
+}): Pick<AmqpBusOptions, 'retry' | 'eventsPerMessage'> {
+  return { retry: busRetryPolicyOf(config), eventsPerMessage: config.MERX_BUS_EVENTS_PER_MESSAGE };
 }
 
 /** The retry policy from an environment (the embedded mode, the launcher's broker cleanup). */
@@ -96,7 +111,7 @@ export async function connectDistributedInfrastructure(
     preparedStatements: config.MERX_DB_PREPARED_STATEMENTS,
   });
   await db.ping();
-  const bus = await AmqpBus.connect({ url: config.AMQP_URL, service, logger, deployment: config.MERX_DEPLOYMENT, retry: busRetryPolicyOf(config) });
+  const bus = await AmqpBus.connect({ url: config.AMQP_URL, service, logger, deployment: config.MERX_DEPLOYMENT, ...amqpBusSettingsOf(config) });
   const revocations = new RevocationList({ maxTokenLifetimeSeconds: DEFAULT_MAX_TOKEN_LIFETIME_SECONDS });
   const feed = await startRevocationFeed({
     list: revocations,

@@ -176,6 +176,41 @@ describe('tracing', () => {
       }
     });
 
+    it('gives each event of a batch message its own trace: two requests published together stay two traces', async function () {
+      this.timeout(30_000);
+      const deployment = testDeployment();
+      const bus = await AmqpBus.connect({ url: AMQP_URL, service: 'kit-test', logger: silentLogger, deployment });
+      try {
+        const seen: Array<{ event: MerxEvent; carrier: TraceCarrier | undefined }> = [];
+        await bus.consume({ queue: uniqueName('trace.'), bindings: ['batched.#'], transient: true }, async (event) => {
+          seen.push({ event, carrier: currentTraceCarrier() });
+        });
+        const events = [0, 1].map((n) => buildEvent('batched.created', MERCHANT, { object: { n } }));
+        const traceIds: string[] = [];
+        for (const event of events)
+          await inSpan('POST /things', { kind: SpanKind.SERVER }, async (span) => {
+            traceIds.push(span!.spanContext().traceId);
+            attachTraceCarrier(event, currentTraceCarrier());
+          });
+        await bus.publish(events);
+        await waitFor(() => seen.length === 2, 'both deliveries');
+        for (const [index, event] of events.entries()) {
+          const handled = seen.find((delivery) => delivery.event.id === event.id)!;
+          assert.equal(traceIdOf(handled.carrier), traceIds[index], 'the handler of each event runs in its own trace');
+        }
+        await stopTracing();
+        for (const traceId of traceIds) {
+          const spans = receiver.spans.filter((span) => span.traceId === traceId);
+          const publish = only(spans, SpanKind.PRODUCER, 'publish batched.created');
+          const processed = only(spans, SpanKind.CONSUMER, 'process batched.created');
+          assert.equal(processed.parentSpanId, publish.spanId);
+        }
+      } finally {
+        await bus.close();
+        await deleteDeployment(deployment, []);
+      }
+    });
+
     it("keeps the context with the outbox row, so the relay and the consumer continue the writer's trace", async function () {
       this.timeout(30_000);
       const db = await connectPostgres();
