@@ -425,6 +425,44 @@ describe('gRPC sub-APIs through the public gRPC port', function () {
     await stack.events.waitFor((event) => event.topic === 'reviews.submitted' && event.id === acks[1]!.eventId);
   });
 
+  it('answers a record repeated within one chunk as a duplicate of the first, which alone is stored and announced', async () => {
+    const source = await call(stack, 'POST', '/api/v1/sources', { token: merchant.token, body: { name: 'Shop', kind: 'storefront' } });
+    assert.equal(source.status, 201, source.text);
+    const order = (externalId: string, total: number) =>
+      create(IngestRecordsRequestSchema, {
+        sourceId: source.body.id,
+        record: { type: RecordType.ORDER, externalId, occurTime: timestampFromDate(new Date('2026-11-22T10:04:05.123Z')), data: { total, currency: 'EUR' } },
+      });
+    // Sent together, the four share a chunk as a rule: the repeats meet their first in the same batch.
+    const acks = await bidiAll<IngestRecordsResponse>(
+      clients.records,
+      'IngestRecords',
+      [order('ord-a', 1), order('ord-a', 2), order('ord-b', 3), order('ord-a', 4)],
+      bearer(merchant.token),
+    );
+    assert.deepEqual(
+      acks.map((ack) => ack.status),
+      [
+        IngestRecordsResponse_Status.ACCEPTED,
+        IngestRecordsResponse_Status.DUPLICATE,
+        IngestRecordsResponse_Status.ACCEPTED,
+        IngestRecordsResponse_Status.DUPLICATE,
+      ],
+    );
+    const [first, , second] = acks;
+    for (const repeat of [acks[1]!, acks[3]!])
+      assert.deepEqual([repeat.recordId, repeat.eventId], [first!.recordId, first!.eventId], 'a duplicate names the first');
+    const listed = await call(stack, 'GET', `/api/v1/sources/${source.body.id}/records`, { token: merchant.token });
+    assert.deepEqual(listed.body.data.map((record: { external_id: string; data: { total: number } }) => [record.external_id, record.data.total]).sort(), [
+      ['ord-a', 1],
+      ['ord-b', 3],
+    ]);
+    // Both events commit together: once ord-b's has arrived, ord-a's has too, and no second one will.
+    await stack.events.waitFor((event) => event.id === second!.eventId);
+    const announced = stack.events.forMerchant(merchant.merchantId).filter((event) => event.topic === 'orders.created');
+    assert.deepEqual(announced.map((event) => event.id).sort(), [first!.eventId, second!.eventId].sort());
+  });
+
   it('routes streamed orders and reviews by a rule to a loopback destination, as REST ingestion is', async () => {
     const erp = await WebhookReceiver.start();
     try {

@@ -113,7 +113,7 @@ export async function startMerchants(deps: MerchantsDeps): Promise<RunningMercha
       mountRouter(koa, configurationRoutes({ path: 'connections', topic: 'connections' }, resources.connections, deps.verifier, db));
       mountRouter(koa, sandboxRoutes(sandbox, deps.verifier, db));
       handlers = {
-        routeRecordEvent: recordRouting({ db, outbox, runner, logger: logger.child({ component: 'routing' }) }),
+        routeRecordEvents: recordRouting({ db, outbox, runner, logger: logger.child({ component: 'routing' }) }),
         resetMerchantData: sandbox.resetMerchantData,
         recordServiceReport: sandbox.recordServiceReport,
         applyEngineDisable: engineDisabledDestinations({ outbox }),

@@ -1,5 +1,10 @@
 import assert from 'node:assert/strict';
-import type { MerxEvent } from '@merx/kit';
+import { buildEvent, createLogger, MemoryBus, newId, runWithContext, type MerxEvent } from '@merx/kit';
+import { HandledDeliveries } from '@merx/kit/testing';
+import { RuleRunner } from '../src/domain/rules/index.js';
+import { consumeMerchantsEvents, MERCHANTS_QUEUE } from '../src/events/consumer.js';
+import { recordRouting } from '../src/usecases/routing.js';
+import { MERCHANTS_SCHEMA } from '../src/store/migrations.js';
 import { databases, order, useHarness, type MerchantsClient } from './harness.js';
 
 /**
@@ -21,6 +26,17 @@ async function wiredSource(api: MerchantsClient) {
   const toArchive = await api.connection({ source_id: source.id, destination_id: archive.id, event_types: ['orders.created'] });
   return { source, erp, archive, rules: { dropTests, transform, forwardLarge }, toErp, toArchive };
 }
+
+/** An orders.created as ingestion emits it, for a record that `id` names (null: one no routing can store). */
+function orderEvent(merchantId: string, sourceId: string, id: string | null): MerxEvent {
+  const at = new Date().toISOString();
+  const record = { id, object: 'record', type: 'order', source_id: sourceId, external_id: newId('ext'), occurred_at: at, data: { total: 1 }, received_at: at };
+  return buildEvent('orders.created', merchantId, { object: record });
+}
+
+const notInThisTest = async () => {
+  throw new Error('not part of this test');
+};
 
 const routedOf = (events: MerxEvent[]) => events.filter((event) => event.topic === 'internal.record_routed').map((event) => event.data.object as any);
 
@@ -111,6 +127,67 @@ for (const { name, embedded } of databases) {
       );
       const listed = (await api.get(`/api/v1/sources/${source.id}/records?type=review`)).body.data;
       assert.deepEqual(listed[0].routes, [], 'no connection takes reviews');
+    });
+
+    it('routes the rest of a batch when one of its events fails, and that event alone is retried and poisoned', async () => {
+      const api = await harness().merchant();
+      const { source, toErp, toArchive } = await wiredSource(api);
+      // A consumer of its own, on a bus that poisons at the first failure, over the service's database and outbox.
+      const bus = new MemoryBus({ retry: { delaysMs: [10], deliveryLimit: 1 } });
+      const handled = new HandledDeliveries();
+      const runner = new RuleRunner({ timeoutMs: 5000 });
+      const route = recordRouting({ db: harness().db, outbox: harness().service.outbox, runner, logger: createLogger('merchants', 'silent') });
+      const batches: string[][] = [];
+      const consumer = await consumeMerchantsEvents(handled.watch(bus), harness().db, {
+        async routeRecordEvents(merchantId, events) {
+          batches.push(events.map((event) => event.id));
+          await route(merchantId, events);
+        },
+        resetMerchantData: notInThisTest,
+        recordServiceReport: notInThisTest,
+        applyEngineDisable: notInThisTest,
+      });
+      try {
+        // Each from a request of its own: what it routes must carry that request, not its batch's first.
+        const good = Array.from({ length: 6 }, () =>
+          runWithContext({ requestId: newId('req'), actor: { type: 'api_key', id: newId('key') } }, () => orderEvent(api.merchantId, source.id, newId('rec'))),
+        );
+        const bad = orderEvent(api.merchantId, source.id, null);
+        await bus.publish([good[0]!, good[1]!, bad, ...good.slice(2)]);
+        await Promise.all(good.map((event) => handled.until(event.id)));
+        const { messages } = await bus.poison.list(MERCHANTS_QUEUE, 10);
+        assert.deepEqual(
+          messages.map((message) => message.event.id),
+          [bad.id],
+          'only the bad event is poisoned',
+        );
+        assert.ok(
+          batches.some((batch) => batch.length > 1 && batch.includes(bad.id)),
+          `the bad event shared a batch with others: ${JSON.stringify(batches)}`,
+        );
+
+        const { rows } = await harness().db.query<{ record_id: string; connection_id: string; outcome: string }>(
+          `SELECT record_id, connection_id, outcome FROM ${MERCHANTS_SCHEMA}.routings WHERE merchant_id = $1 ORDER BY record_id, connection_id`,
+          [api.merchantId],
+        );
+        const goodIds = good.map((event) => (event.data.object as { id: string }).id).sort();
+        const expected = goodIds.flatMap((id) =>
+          [
+            { record_id: id, connection_id: toErp.id, outcome: 'filtered' },
+            { record_id: id, connection_id: toArchive.id, outcome: 'routed' },
+          ].sort((a, b) => a.connection_id.localeCompare(b.connection_id)),
+        );
+        assert.deepEqual(rows, expected, 'each good record routed once through each connection, the bad one not at all');
+        const routedEvents = (await api.events('internal.record_routed')).filter((event) => event.data.object.connection_id === toArchive.id);
+        const causeOf = new Map(good.map((event) => [event.id, event]));
+        assert.deepEqual(routedEvents.map((event) => event.data.object.event_id as string).sort(), [...causeOf.keys()].sort());
+        for (const routed of routedEvents)
+          assert.deepEqual(routed.context, causeOf.get(routed.data.object.event_id as string)!.context, "the cause's request and actor");
+      } finally {
+        await consumer.close();
+        await bus.close();
+        await runner.close();
+      }
     });
   });
 }

@@ -14,7 +14,7 @@ import {
   type MerchantId,
   type Outbox,
 } from '@merx/kit';
-import { presentRecord, recordEvent, validateRecord, type IngestedRecord, type RecordInput } from '../domain/record.js';
+import { presentRecord, recordEvent, validateRecord, type IngestedRecord } from '../domain/record.js';
 import type { SourceFields } from '../domain/source.js';
 import {
   findRecordsByKeyForMerchant,
@@ -106,7 +106,11 @@ export function recordUseCases({ db, outbox, now = () => new Date() }: { db: Db;
           event_id: null,
           errors,
         });
-        if (record) valid.push({ index, record: { ...(record as RecordInput), id: newId('rec'), merchantId, sourceId, eventId: newId('evt'), receivedAt } });
+        if (!record) return;
+        // Spelled out, not spread: V8 copies a spread object that gains members on a slow path, a
+        // few µs a record, the largest single cost of a bulk ingest's validation.
+        const { type, external_id, occurred_at, data } = record;
+        valid.push({ index, record: { type, external_id, occurred_at, data, id: newId('rec'), merchantId, sourceId, eventId: newId('evt'), receivedAt } });
       });
 
       await outbox.transaction(async (tx, emit) => {

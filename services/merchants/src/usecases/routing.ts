@@ -1,9 +1,11 @@
-import { buildEvent, newId, recordInInbox, trustedMerchantId, type Db, type Logger, type MerxEvent, type Outbox } from '@merx/kit';
-import type { RuleFields } from '../domain/rule.js';
+import { buildEvent, newId, trustedMerchantId, type Db, type Logger, type MerchantId, type MerxEvent, type Outbox } from '@merx/kit';
+import type { Connection } from '../domain/connection.js';
 import { ingestedRecordOfEvent, type IngestedRecordResource } from '../domain/record.js';
 import type { Resource } from '../domain/resource.js';
+import type { RuleFields } from '../domain/rule.js';
 import type { RoutingDecision, RuleForRouting, RuleRunner } from '../domain/rules/index.js';
-import { MERCHANTS_SCHEMA } from '../store/migrations.js';
+import { inCauseContext } from '../events/cause-context.js';
+import { recordFirstSightings } from '../store/inbox-store.js';
 import { insertRoutingsForMerchant, type StoredRouting } from '../store/records-store.js';
 import { findResourcesForMerchant } from '../store/resource-table.js';
 import { RULES, routingConnectionsForMerchant } from '../store/tables.js';
@@ -31,67 +33,119 @@ function routedPayload(event: MerxEvent, record: IngestedRecordResource, data: R
   return { id: event.id, topic: event.topic, merchant_id: event.merchant_id, created_at: event.created_at, api_version: 'v1' as const, data: { object } };
 }
 
+const pairKey = (sourceId: string, topic: string) => `${sourceId}\u0000${topic}`;
+
+interface RecordEvent {
+  event: MerxEvent;
+  record: IngestedRecordResource;
+}
+
+interface RoutedRecordEvent extends RecordEvent {
+  decisions: { connection: Connection; decision: RoutingDecision }[];
+}
+
 /**
- * Routes one record event: every active connection of the record's source that takes this event
- * type applies its rules in order (in the rule runner, which bounds their time), and each routed
+ * Routes record events: every active connection of a record's source that takes its event type
+ * applies its rules in order (in the rule runner, which bounds their time), and each routed
  * result goes to the delivery engine as internal.record_routed. Rules run before the transaction;
- * the outcomes, the messages and the inbox row then commit together, so a redelivered event routes
- * nothing twice.
+ * the outcomes, the messages and the inbox rows then commit together, so a redelivered event
+ * routes nothing twice.
+ *
+ * One merchant's events go together: the connections of each (source, event type) and the rules
+ * they name are read once, and one transaction records them all. A failing batch is the caller's
+ * to split (batchPerKey writes its events again one by one).
  */
 export function recordRouting({ db, outbox, runner, logger }: { db: Db; outbox: Outbox; runner: RuleRunner; logger: Logger }) {
-  return async function routeRecordEvent(event: MerxEvent): Promise<void> {
-    const record = ingestedRecordOfEvent(event.topic, event.data.object as Record<string, unknown>);
-    if (!record) return; // a platform alert, not an ingested record: nothing to route
-    const merchantId = trustedMerchantId(event.merchant_id);
-    const connections = await routingConnectionsForMerchant(db, merchantId, record.source_id, event.topic);
-    const ruleIds = [...new Set(connections.flatMap((connection) => connection.fields.rule_ids))];
+  /** The active connections of each (source, event type) among `events`, read once per pair. */
+  async function connectionsOf(merchantId: MerchantId, events: RecordEvent[]): Promise<Map<string, Connection[]>> {
+    const pairs = new Map<string, { sourceId: string; topic: string }>();
+    for (const { event, record } of events) pairs.set(pairKey(record.source_id, event.topic), { sourceId: record.source_id, topic: event.topic });
+    const found = new Map<string, Connection[]>();
+    for (const [key, { sourceId, topic }] of pairs) found.set(key, await routingConnectionsForMerchant(db, merchantId, sourceId, topic));
+    return found;
+  }
+
+  async function decide(merchantId: MerchantId, events: RecordEvent[]): Promise<RoutedRecordEvent[]> {
+    const connections = await connectionsOf(merchantId, events);
+    const ruleIds = [...new Set([...connections.values()].flat().flatMap((connection) => connection.fields.rule_ids))];
     const rules = new Map((await findResourcesForMerchant(db, RULES, merchantId, ruleIds)).map((rule) => [rule.id, toRuleForRouting(rule)]));
-    const decisions: { connection: (typeof connections)[number]; decision: RoutingDecision }[] = [];
-    for (const connection of connections) {
-      const ordered = connection.fields.rule_ids.map((id) => rules.get(id)).filter((rule): rule is RuleForRouting => rule !== undefined);
-      const decision = await runner.route({
-        eventType: event.topic,
-        record: { type: record.type, external_id: record.external_id, occurred_at: record.occurred_at, source_id: record.source_id, data: record.data },
-        rules: ordered,
-      });
-      decisions.push({ connection, decision });
-    }
+    return Promise.all(
+      events.map(async ({ event, record }) => {
+        const decisions: RoutedRecordEvent['decisions'] = [];
+        for (const connection of connections.get(pairKey(record.source_id, event.topic))!) {
+          const ordered = connection.fields.rule_ids.map((id) => rules.get(id)).filter((rule): rule is RuleForRouting => rule !== undefined);
+          const decision = await runner.route({
+            eventType: event.topic,
+            record: { type: record.type, external_id: record.external_id, occurred_at: record.occurred_at, source_id: record.source_id, data: record.data },
+            rules: ordered,
+          });
+          decisions.push({ connection, decision });
+        }
+        return { event, record, decisions };
+      }),
+    );
+  }
+
+  /** The routings of one record, emitting a message for each routed one (in the context of its cause). */
+  function routingsOf(
+    { event, record, decisions }: RoutedRecordEvent,
+    merchantId: MerchantId,
+    routedAt: string,
+    emit: (event: MerxEvent) => void,
+  ): StoredRouting[] {
+    return decisions.map(({ connection, decision }) => {
+      const routedId = decision.outcome === 'routed' ? newId('rtd') : null;
+      if (decision.outcome === 'routed') {
+        const payload = routedPayload(event, record, decision.data);
+        const object = {
+          id: routedId,
+          object: 'routed_record',
+          destination_id: connection.fields.destination_id,
+          connection_id: connection.id,
+          record_id: record.id,
+          event_id: event.id,
+          payload,
+        };
+        emit(inCauseContext(event, () => buildEvent('internal.record_routed', merchantId, { object })));
+      }
+      return {
+        record_id: record.id,
+        connection_id: connection.id,
+        destination_id: connection.fields.destination_id,
+        outcome: decision.outcome,
+        rule_id: decision.ruleId,
+        reason: decision.reason,
+        routed_id: routedId,
+        routed_at: routedAt,
+      };
+    });
+  }
+
+  return async function routeRecordEventsOfMerchant(merchantId: string, events: MerxEvent[]): Promise<void> {
+    const recordEvents = events.flatMap((event) => {
+      const record = ingestedRecordOfEvent(event.topic, event.data.object as Record<string, unknown>);
+      // A platform alert, not an ingested record: nothing to route.
+      return record ? [{ event, record }] : [];
+    });
+    if (recordEvents.length === 0) return;
+    const tenant = trustedMerchantId(merchantId);
+    const decided = await decide(tenant, recordEvents);
     const routedAt = new Date().toISOString();
     await outbox.transaction(async (tx, emit) => {
-      if (!(await recordInInbox(tx, MERCHANTS_SCHEMA, ROUTING_CONSUMER, event))) {
-        logger.debug({ event_id: event.id }, 'record event already routed');
-        return;
+      const fresh = new Set(
+        await recordFirstSightings(
+          tx,
+          ROUTING_CONSUMER,
+          recordEvents.map(({ event }) => event),
+        ),
+      );
+      const routings: StoredRouting[] = [];
+      for (const routed of decided) {
+        // The first of two copies in one batch routes; the second is a redelivery like any other.
+        if (!fresh.delete(routed.event)) logger.debug({ event_id: routed.event.id }, 'record event already routed');
+        else routings.push(...routingsOf(routed, tenant, routedAt, emit));
       }
-      const routings: StoredRouting[] = decisions.map(({ connection, decision }) => {
-        const routedId = decision.outcome === 'routed' ? newId('rtd') : null;
-        if (decision.outcome === 'routed') {
-          const payload = routedPayload(event, record, decision.data);
-          emit(
-            buildEvent('internal.record_routed', merchantId, {
-              object: {
-                id: routedId,
-                object: 'routed_record',
-                destination_id: connection.fields.destination_id,
-                connection_id: connection.id,
-                record_id: record.id,
-                event_id: event.id,
-                payload,
-              },
-            }),
-          );
-        }
-        return {
-          record_id: record.id,
-          connection_id: connection.id,
-          destination_id: connection.fields.destination_id,
-          outcome: decision.outcome,
-          rule_id: decision.ruleId,
-          reason: decision.reason,
-          routed_id: routedId,
-          routed_at: routedAt,
-        };
-      });
-      await insertRoutingsForMerchant(tx, merchantId, routings);
+      await insertRoutingsForMerchant(tx, tenant, routings);
     });
   };
 }
