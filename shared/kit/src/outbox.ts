@@ -142,18 +142,23 @@ export class Outbox {
    */
   private insertEvents(events: MerxEvent[], values: unknown[]): string {
     const traceContext = serializeTraceCarrier(currentTraceCarrier());
+    // The payloads travel as one json array whose elements PostgreSQL hands back as the exact
+    // text written (the json type keeps its input): node-postgres would otherwise escape every
+    // quote of every payload into a text[] literal in JavaScript, a few per cent of a producer's
+    // CPU in a bulk write. WITH ORDINALITY keeps each payload with its event and the outbox order.
     values.push(
       events.map((event) => event.id),
       events.map((event) => event.topic),
       events.map((event) => event.merchant_id),
-      events.map((event) => JSON.stringify(event)),
+      `[${events.map((event) => JSON.stringify(event)).join(',')}]`,
     );
-    if (traceContext) values.push(events.map(() => traceContext));
-    const arrays = traceContext ? 5 : 4;
-    const base = values.length - arrays;
-    const columns = `event_id, topic, merchant_id, payload${traceContext ? ', trace_context' : ''}`;
-    const parameters = Array.from({ length: arrays }, (_, index) => `$${base + index + 1}::text[]`).join(', ');
-    return `INSERT INTO ${this.schema}.outbox (${columns}) SELECT * FROM unnest(${parameters})`;
+    const base = values.length - 4;
+    if (traceContext) values.push(traceContext);
+    return `INSERT INTO ${this.schema}.outbox (event_id, topic, merchant_id, payload${traceContext ? ', trace_context' : ''})
+      SELECT e.event_id, e.topic, e.merchant_id, p.payload::text${traceContext ? `, $${base + 5}::text` : ''}
+      FROM unnest($${base + 1}::text[], $${base + 2}::text[], $${base + 3}::text[]) WITH ORDINALITY AS e(event_id, topic, merchant_id, n)
+      JOIN json_array_elements($${base + 4}::json) WITH ORDINALITY AS p(payload, n) USING (n)
+      ORDER BY n`;
   }
 
   onCommit(listener: () => void): () => void {

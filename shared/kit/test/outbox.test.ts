@@ -128,6 +128,23 @@ for (const backend of backends) {
       assert.equal(rows[0]!.payload, JSON.stringify(events[0]), 'the payload is the event byte for byte');
     });
 
+    it('stores each payload byte for byte, whatever its strings hold, in emission order', async () => {
+      const awkward = ['say "hi" \\ back\\slash', 'nul \u0000 and lone \ud800 surrogate', 'ü € 😀 \n\t', '{"json":"in a string"}', ''];
+      const events = awkward.map((text, n) => buildEvent('things.created', MERCHANT, { object: { n, text, nested: [{ text }] } }));
+      await outbox.transaction(async (_tx, emit) => {
+        for (const event of events) emit(event);
+      });
+      const { rows } = await db.query<{ event_id: string; payload: string }>(`SELECT event_id, payload FROM ${schema}.outbox ORDER BY position`);
+      assert.deepEqual(
+        rows.map((row) => row.event_id),
+        events.map((event) => event.id),
+      );
+      assert.deepEqual(
+        rows.map((row) => row.payload),
+        events.map((event) => JSON.stringify(event)),
+      );
+    });
+
     it('emits nothing when the transaction rolls back', async () => {
       let wakeUps = 0;
       const unsubscribe = outbox.onCommit(() => wakeUps++);
