@@ -63,6 +63,24 @@ describe('catalog: bulk upsert chunks (PostgreSQL)', () => {
     assert.equal((events[2]!.data.object as { version: number }).version, 2);
   });
 
+  it('announces each created product with the times it was stored with', async () => {
+    const merchantId = trustedMerchantId(api.merchantId);
+    // A clock that moves on every reading: a chunk that read it twice would announce another time than it stored.
+    let tick = Date.parse('2026-11-22T10:00:00.000Z');
+    const bulk = bulkProductUseCases({ db: harness.db, outbox: new Outbox(harness.db, CATALOG_SCHEMA), now: () => new Date((tick += 1000)) });
+    const outcome = (await bulk.upsertProducts(merchantId, items([product('T1'), product('T2')])))[0]!;
+    const stored = (await api.get('/api/v1/products?sku=T1')).body.data[0];
+    const announced = (await api.events()).map((event) => event.data.object as { created_at: string; updated_at: string });
+    assert.deepEqual(
+      announced.map((object) => [object.created_at, object.updated_at]),
+      [
+        [stored.created_at, stored.updated_at],
+        [stored.created_at, stored.updated_at],
+      ],
+    );
+    assert.equal(outcome.outcome === 'created' && outcome.product.createdAt.toISOString(), stored.created_at);
+  });
+
   it('rolls back only the chunk that fails when two are written at once', async () => {
     const merchantId = trustedMerchantId(api.merchantId);
     // The database refuses the outbox insert of any chunk that announces sku BOOM, after its products were written.

@@ -131,7 +131,7 @@ export interface Harness {
   stop(): Promise<void>;
 }
 
-interface Storage {
+export interface Storage {
   db: Db;
   close(): Promise<void>;
 }
@@ -151,12 +151,16 @@ async function connectAdmin(): Promise<{ admin: Db; baseUrl: string }> {
   throw new Error(`no PostgreSQL admin connection: ${failures.join('; ')}`);
 }
 
-/** A database of its own per run, dropped at the end, so runs never see each other's rows. */
-async function freshPostgres(): Promise<Storage> {
+/**
+ * A database of its own per run, dropped at the end, so runs never see each other's rows.
+ * `timeZone` sets the sessions' TimeZone, in which PostgreSQL writes timestamps as text.
+ */
+export async function freshPostgres(options: { timeZone?: string } = {}): Promise<Storage> {
   const { admin, baseUrl } = await connectAdmin();
   const name = `catalog_test_${randomBytes(6).toString('hex')}`;
   await admin.query(`CREATE DATABASE ${name}`);
-  const db = createPostgresDb(`${baseUrl}/${name}`, { maxConnections: 10, applicationName: 'catalog-test' });
+  const sessionOptions = options.timeZone ? `?options=${encodeURIComponent(`-c TimeZone=${options.timeZone}`)}` : '';
+  const db = createPostgresDb(`${baseUrl}/${name}${sessionOptions}`, { maxConnections: 10, applicationName: 'catalog-test' });
   return {
     db,
     async close() {
@@ -167,7 +171,7 @@ async function freshPostgres(): Promise<Storage> {
   };
 }
 
-async function freshPglite(): Promise<Storage> {
+export async function freshPglite(): Promise<Storage> {
   const pglite: PGlite = await openPglite(undefined);
   const db = createPgliteDb(pglite);
   return { db, close: () => pglite.close() };

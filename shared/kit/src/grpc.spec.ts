@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
+import { create, toBinary } from '@bufbuild/protobuf';
 import { anyUnpack } from '@bufbuild/protobuf/wkt';
-import { BadRequestSchema, ErrorInfoSchema, ProductService, RetryInfoSchema } from '@merx/contracts/grpc';
+import { BadRequestSchema, ErrorInfoSchema, ExportProductsResponseSchema, ProductService, RetryInfoSchema } from '@merx/contracts/grpc';
 import { assertDecoded, decodeGrpcStatusDetails, grpc, grpcErrorOf, grpcServiceDefinitionOf } from './grpc.js';
 import { InsufficientScope, MalformedRequest, NotFound, RateLimited, ValidationFailed } from './errors.js';
 import { idFloorAt, newId } from './ids.js';
@@ -63,5 +64,20 @@ describe('decoding requests', () => {
       (error: unknown) => error instanceof MalformedRequest && /merx\.v1\.BatchCreateProductsRequest/.test(error.message),
     );
     assert.doesNotThrow(() => assertDecoded(method.requestDeserialize(Buffer.alloc(0))));
+  });
+});
+
+describe('encoding responses', () => {
+  it('encodes a message with protobuf-es, and sends a message given as bytes as it is', () => {
+    const method = grpcServiceDefinitionOf(ProductService).ExportProducts!;
+    const message = create(ExportProductsResponseSchema, { product: { id: 'prod_1', sku: 'A-1' } });
+    const encoded = toBinary(ExportProductsResponseSchema, message);
+    assert.deepEqual(new Uint8Array(method.responseSerialize(message)), encoded);
+    const framed = new Uint8Array(encoded.length + 4);
+    framed.set(encoded, 2);
+    const given = framed.subarray(2, 2 + encoded.length);
+    const sent = method.responseSerialize(given);
+    assert.deepEqual(new Uint8Array(sent), encoded);
+    assert.equal(sent.length, encoded.length);
   });
 });

@@ -117,9 +117,16 @@ export function assertDecoded(message: unknown): void {
   if (typeof message === 'object' && message !== null && UNDECODABLE in message) throw new MalformedRequest((message as Undecodable)[UNDECODABLE]);
 }
 
+/** A Buffer over the bytes, not a copy of them: grpc-js copies them into its frame anyway. */
+const bufferOver = (bytes: Uint8Array) => (Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
+
 function serializerOf<Desc extends DescMessage>(schema: Desc) {
   return {
-    serialize: (message: MessageShape<Desc>) => Buffer.from(toBinary(schema, message)),
+    /**
+     * A handler may write a message already encoded (a hot path with an encoder of its own,
+     * checked byte for byte against protobuf-es): its bytes go out as they are.
+     */
+    serialize: (message: MessageShape<Desc> | Uint8Array) => bufferOver(message instanceof Uint8Array ? message : toBinary(schema, message)),
     deserialize: (bytes: Buffer): MessageShape<Desc> => {
       try {
         return fromBinary(schema, bytes);

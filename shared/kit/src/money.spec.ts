@@ -80,4 +80,45 @@ describe('money', () => {
     assert.equal(canonicalPrice('1.2340', 'KWD'), '1.234');
     assert.throws(() => canonicalPrice('19.9950', 'USD'), /not exact in USD/);
   });
+
+  it('re-expresses prices with many decimals, and refuses the ones that are not exact or too large', () => {
+    assert.equal(canonicalPrice('19.99000000000000000000', 'USD'), '19.99');
+    assert.equal(canonicalPrice('0.0500', 'USD'), '0.05');
+    assert.equal(canonicalPrice('0.5', 'USD'), '0.50');
+    assert.equal(canonicalPrice('7.0000', 'JPY'), '7');
+    assert.equal(canonicalPrice('1.2345', 'CLF'), '1.2345');
+    assert.equal(canonicalPrice('1.2', 'CLF'), '1.2000');
+    assert.equal(canonicalPrice('999999999999999.9900', 'USD'), '999999999999999.99');
+    assert.equal(canonicalPrice('12.3400', 'XXX'), '12.34', 'a currency we do not know has two decimals, as parseAmount reads it');
+    assert.throws(() => canonicalPrice('0.0001', 'USD'), /not exact in USD/);
+    assert.throws(() => canonicalPrice('19.5000', 'JPY'), /not exact in JPY/);
+    assert.throws(() => canonicalPrice('1.23456', 'CLF'), /not exact in CLF/);
+    assert.throws(() => canonicalPrice('1000000000000000.0000', 'USD'), /not exact in USD/);
+    assert.throws(() => canonicalPrice('-1.0000', 'USD'), /not exact in USD/);
+    assert.throws(() => canonicalPrice('abc', 'USD'), /not exact in USD/);
+  });
+
+  it('re-expresses a stored NUMERIC exactly as parsing and formatting its amount would', () => {
+    const reference = (numeric: string, currency: string) => {
+      const trimmed = numeric.includes('.') ? numeric.replace(/0+$/, '').replace(/\.$/, '') : numeric;
+      const parsed = parseAmount(trimmed, currency);
+      return 'minor' in parsed ? formatAmount(parsed.minor, currency) : 'refused';
+    };
+    const integers = ['0', '1', '10', '19', '100', '999999999999999', '1000000000000000', '007'];
+    const fractions = ['', '.', '.0', '.5', '.05', '.50', '.0000', '.9900', '.9950', '.1230', '.1234', '.12345', '.10000000'];
+    for (const currency of ['USD', 'JPY', 'KWD', 'CLF', 'XXX']) {
+      for (const integer of integers) {
+        for (const fraction of fractions) {
+          const numeric = integer + fraction;
+          let actual: string;
+          try {
+            actual = canonicalPrice(numeric, currency);
+          } catch {
+            actual = 'refused';
+          }
+          assert.equal(actual, reference(numeric, currency), `${numeric} ${currency}`);
+        }
+      }
+    }
+  });
 });

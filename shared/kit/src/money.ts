@@ -52,8 +52,28 @@ export function formatAmount(minor: bigint, currency: string): string {
   return decimals === 0 ? digits : `${digits.slice(0, -decimals)}.${digits.slice(-decimals)}`;
 }
 
-/** Re-expresses a stored NUMERIC ("19.9900") with the currency's exact decimals ("19.99"). */
+/** A stored NUMERIC's text that needs no parsing to re-express: no leading zeros, at most MAX_INTEGER_DIGITS. */
+const PLAIN_DECIMAL = /^(?:0|[1-9]\d{0,14})(?:\.\d+)?$/;
+const ZEROS = /^0*$/;
+
+/**
+ * Re-expresses a stored NUMERIC ("19.9900") with the currency's exact decimals ("19.99"). Every
+ * product read goes through here, so the usual text (digits past the currency's decimals all
+ * zeros) is cut or padded as text; the rest is parsed, and refused when not exact.
+ */
 export function canonicalPrice(numeric: string, currency: string): string {
+  if (PLAIN_DECIMAL.test(numeric)) {
+    const decimals = minorUnitsOf(currency) ?? 2;
+    const point = numeric.indexOf('.');
+    const integer = point < 0 ? numeric : numeric.slice(0, point);
+    const fraction = point < 0 ? '' : numeric.slice(point + 1);
+    if (fraction.length <= decimals) return decimals === 0 ? integer : `${integer}.${fraction.padEnd(decimals, '0')}`;
+    if (ZEROS.test(fraction.slice(decimals))) return decimals === 0 ? integer : `${integer}.${fraction.slice(0, decimals)}`;
+  }
+  return parsedCanonicalPrice(numeric, currency);
+}
+
+function parsedCanonicalPrice(numeric: string, currency: string): string {
   const trimmed = numeric.includes('.') ? numeric.replace(/0+$/, '').replace(/\.$/, '') : numeric;
   const parsed = parseAmount(trimmed, currency);
   if ('problem' in parsed) throw new Error(`stored price ${numeric} is not exact in ${currency}`);

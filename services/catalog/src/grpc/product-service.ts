@@ -1,15 +1,11 @@
 import { create } from '@bufbuild/protobuf';
 import {
   BatchCreateProductsResponseSchema,
-  ExportProductsResponseSchema,
   ProductService,
-  UpsertProductsResponseSchema,
   type BatchCreateProductsRequest,
   type BatchCreateProductsResponse,
   type ExportProductsRequest,
-  type ExportProductsResponse,
   type UpsertProductsRequest,
-  type UpsertProductsResponse,
 } from '@merx/contracts/grpc';
 import {
   assertDecoded,
@@ -26,7 +22,8 @@ import {
 } from '@merx/kit';
 import { PRODUCT_STATUSES, type Product, type ProductStatus } from '../domain/product.js';
 import { BULK_CHUNK_SIZE, type BulkItem, type BulkProductUseCases } from '../usecases/bulk-products.js';
-import { restBodyOf, statusNameOf, wireProductOf, wireResultOf, wireSizeBoundOf } from './product-wire.js';
+import { encodedUpsertAnswerOf, restBodyOf, statusNameOf, wireResultOf, wireSizeBoundOf } from './product-wire.js';
+import { encodeExportPage, encodeExportSingle, sizeProduct, type SizedProduct } from './product-encoding.js';
 import type { ProductFilters } from '../store/products-store.js';
 import { isCurrency } from '@merx/kit';
 
@@ -71,34 +68,35 @@ function exportPlanOf(request: ExportProductsRequest): ExportPlan {
 }
 
 /**
- * Frames an export's products as response messages: one per message in `product` (page size 0),
- * or pages in `products` of `pageSize` products, or fewer where that many would weigh more than
- * MAX_EXPORT_PAGE_BYTES. A page is sent only once it is full, until `flush` at the end sends the
- * rest, so pages do not shrink where the database's pages fall.
+ * Frames an export's products as response messages, encoded: one per message in `product` (page
+ * size 0), or pages in `products` of `pageSize` products, or fewer where that many would weigh
+ * more than MAX_EXPORT_PAGE_BYTES. A page is sent only once it is full, until `flush` at the end
+ * sends the rest, so pages do not shrink where the database's pages fall.
  */
 function exportFramer(pageSize: number) {
-  let pending: ExportProductsResponse['products'] = [];
+  let pending: SizedProduct[] = [];
   let pendingBytes = 0;
   const page = () => {
-    const message = create(ExportProductsResponseSchema, { products: pending });
+    const message = encodeExportPage(pending);
     pending = [];
     pendingBytes = 0;
     return message;
   };
   return {
-    framed(products: Product[]): ExportProductsResponse[] {
-      if (pageSize === 0) return products.map((product) => create(ExportProductsResponseSchema, { product: wireProductOf(product) }));
-      const messages: ExportProductsResponse[] = [];
+    framed(products: Product[]): Uint8Array[] {
+      if (pageSize === 0) return products.map((product) => encodeExportSingle(sizeProduct(product)));
+      const messages: Uint8Array[] = [];
       for (const product of products) {
-        const bytes = wireSizeBoundOf(product);
+        const sized = sizeProduct(product);
+        const bytes = wireSizeBoundOf(sized);
         if (pending.length > 0 && pendingBytes + bytes > MAX_EXPORT_PAGE_BYTES) messages.push(page());
-        pending.push(wireProductOf(product));
+        pending.push(sized);
         pendingBytes += bytes;
         if (pending.length === pageSize) messages.push(page());
       }
       return messages;
     },
-    flush(): ExportProductsResponse[] {
+    flush(): Uint8Array[] {
       return pending.length > 0 ? [page()] : [];
     },
   };
@@ -129,7 +127,8 @@ export function productGrpcService(products: BulkProductUseCases, verifier: Toke
     },
   );
 
-  const upsertProducts = bulkStreamHandler<UpsertProductsRequest, BulkItem, UpsertProductsResponse>({
+  // Answers go out as their bytes (encodedUpsertAnswerOf), which the kit's serializer sends as they are.
+  const upsertProducts = bulkStreamHandler<UpsertProductsRequest, BulkItem, Uint8Array>({
     verifier,
     scope: 'products:write',
     logger,
@@ -137,11 +136,10 @@ export function productGrpcService(products: BulkProductUseCases, verifier: Toke
     readAhead: READ_AHEAD,
     itemOf: (message, index) => ({ index, body: restBodyOf(message.product) }),
     keyOf: (item) => (typeof item.body.sku === 'string' ? item.body.sku : undefined),
-    write: async (claims, items) =>
-      (await products.upsertProducts(claims.merchantId, items)).map((outcome) => create(UpsertProductsResponseSchema, { result: wireResultOf(outcome) })),
+    write: async (claims, items) => (await products.upsertProducts(claims.merchantId, items)).map(encodedUpsertAnswerOf),
   });
 
-  const exportProducts = (call: grpc.ServerWritableStream<ExportProductsRequest, ExportProductsResponse>) => {
+  const exportProducts = (call: grpc.ServerWritableStream<ExportProductsRequest, Uint8Array>) => {
     void (async () => {
       const claims = await authenticateGrpcCall(verifier, call.metadata, 'products:read');
       assertDecoded(call.request);

@@ -1,16 +1,18 @@
-import { create } from '@bufbuild/protobuf';
+import { create, toBinary } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import {
   ProductResult_Outcome,
   ProductResultSchema,
   ProductSchema,
   ProductStatus,
+  UpsertProductsResponseSchema,
   type Product as WireProduct,
   type ProductInput,
   type ProductResult,
 } from '@merx/contracts/grpc';
 import type { Product } from '../domain/product.js';
 import type { BulkOutcome } from '../usecases/bulk-products.js';
+import { encodeProductResultResponse, sizeProduct, type SizedProduct } from './product-encoding.js';
 
 const STATUS_NAMES: Record<number, string> = { [ProductStatus.DRAFT]: 'draft', [ProductStatus.ACTIVE]: 'active', [ProductStatus.ARCHIVED]: 'archived' };
 const STATUS_OF_NAME: Record<string, ProductStatus> = { draft: ProductStatus.DRAFT, active: ProductStatus.ACTIVE, archived: ProductStatus.ARCHIVED };
@@ -32,19 +34,18 @@ export function statusNameOf(status: ProductStatus): string | undefined {
  */
 export function restBodyOf(input: ProductInput | undefined): Record<string, unknown> {
   if (!input) return {};
-  const text = (value: string) => (value === '' ? undefined : value);
-  const body: Record<string, unknown> = {
-    sku: text(input.sku),
-    title: text(input.title),
-    price: text(input.price),
-    currency: text(input.currency),
-    description: input.description ?? null,
-    inventory_quantity: input.inventoryQuantity ?? null,
-    attributes: { ...input.attributes },
-  };
+  // Built member by member rather than by deleting the absent ones afterwards, which would leave
+  // V8 an object in dictionary mode for every check that reads it.
+  const body: Record<string, unknown> = {};
+  if (input.sku !== '') body.sku = input.sku;
+  if (input.title !== '') body.title = input.title;
+  if (input.price !== '') body.price = input.price;
+  if (input.currency !== '') body.currency = input.currency;
+  body.description = input.description ?? null;
+  body.inventory_quantity = input.inventoryQuantity ?? null;
+  body.attributes = { ...input.attributes };
   const status = statusNameOf(input.status);
   if (status !== undefined) body.status = status;
-  for (const key of Object.keys(body)) if (body[key] === undefined) delete body[key];
   return body;
 }
 
@@ -71,13 +72,13 @@ const FIXED_WIRE_BYTES = 160;
 const FIELD_OVERHEAD = 5;
 
 /**
- * At least the bytes `wireProductOf(product)` encodes to within a message (never less), without
- * encoding it: what lets an export close a page before it grows past its byte budget.
+ * At least the bytes `wireProductOf(product)` encodes to within a message (never less), from the
+ * lengths measured for encoding it: what lets an export close a page before it grows past its byte budget.
  */
-export function wireSizeBoundOf(product: Product): number {
-  let bytes = FIXED_WIRE_BYTES + Buffer.byteLength(product.sku) + Buffer.byteLength(product.title) + Buffer.byteLength(product.price);
-  if (product.description !== null) bytes += FIELD_OVERHEAD + Buffer.byteLength(product.description);
-  for (const [key, value] of Object.entries(product.attributes)) bytes += 3 * FIELD_OVERHEAD + Buffer.byteLength(key) + Buffer.byteLength(value);
+export function wireSizeBoundOf({ lengths }: SizedProduct): number {
+  let bytes = FIXED_WIRE_BYTES + lengths.sku + lengths.title + lengths.price;
+  if (lengths.description >= 0) bytes += FIELD_OVERHEAD + lengths.description;
+  for (let index = 0; index < lengths.attributes.length; index += 2) bytes += 3 * FIELD_OVERHEAD + lengths.attributes[index]! + lengths.attributes[index + 1]!;
   return bytes;
 }
 
@@ -94,4 +95,10 @@ export function wireResultOf(outcome: BulkOutcome): ProductResult {
     return create(ProductResultSchema, { index: outcome.index, sku: outcome.sku, outcome: OUTCOMES.failed, problem: { code, detail, violations: errors } });
   }
   return create(ProductResultSchema, { index: outcome.index, sku: outcome.sku, outcome: OUTCOMES[outcome.outcome], product: wireProductOf(outcome.product) });
+}
+
+/** An UpsertProductsResponse as the bytes it is sent as: written items by the catalog's own encoder, failed ones by protobuf-es. */
+export function encodedUpsertAnswerOf(outcome: BulkOutcome): Uint8Array {
+  if (outcome.outcome === 'failed') return toBinary(UpsertProductsResponseSchema, create(UpsertProductsResponseSchema, { result: wireResultOf(outcome) }));
+  return encodeProductResultResponse(outcome.index, outcome.sku, OUTCOMES[outcome.outcome], sizeProduct(outcome.product));
 }

@@ -4,8 +4,25 @@ import type { NewProduct, Product, ProductChanges, ProductStatus } from '../doma
 import { CATALOG_SCHEMA } from './migrations.js';
 
 const TABLE = `${CATALOG_SCHEMA}.products`;
-const COLUMNS =
-  'merchant_id, id, sku, title, description, price::text AS price, currency, status, inventory_quantity, attributes, version, created_at, updated_at';
+
+/**
+ * The columns a product is read from, qualified by `table` where a statement needs it. Times come
+ * as whole epoch milliseconds, not as timestamptz text: a Date from a number costs nothing beside
+ * parsing that text on every row read, and is the same instant a Date holds (the text parser keeps
+ * the milliseconds and drops the microseconds, as floor does, before 1970 too).
+ */
+function columnsOf(table = ''): string {
+  const column = (name: string) => `${table}${name}`;
+  const epochMs = (name: string) => `floor(extract(epoch from ${column(name)}) * 1000)::int8 AS ${name}_ms`;
+  return [
+    ...['merchant_id', 'id', 'sku', 'title', 'description'].map(column),
+    `${column('price')}::text AS price`,
+    ...['currency', 'status', 'inventory_quantity', 'attributes', 'version'].map(column),
+    epochMs('created_at'),
+    epochMs('updated_at'),
+  ].join(', ');
+}
+const COLUMNS = columnsOf();
 
 interface ProductRow {
   merchant_id: string;
@@ -19,8 +36,9 @@ interface ProductRow {
   inventory_quantity: number | null;
   attributes: Record<string, string>;
   version: number;
-  created_at: Date;
-  updated_at: Date;
+  /** int8: a number from node-postgres (the kit's parser), a bigint or a number from PGlite. */
+  created_at_ms: number | bigint | string;
+  updated_at_ms: number | bigint | string;
 }
 
 function toProduct(row: ProductRow): Product {
@@ -36,8 +54,8 @@ function toProduct(row: ProductRow): Product {
     inventoryQuantity: row.inventory_quantity,
     attributes: row.attributes,
     version: Number(row.version),
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
+    createdAt: new Date(Number(row.created_at_ms)),
+    updatedAt: new Date(Number(row.updated_at_ms)),
   };
 }
 
@@ -198,9 +216,7 @@ function batchColumns(rows: Array<{ id: string; fields: NewProduct }>): unknown[
 }
 
 /** RETURNING of an UPDATE … FROM, where the bare names would also match the source's columns. */
-const QUALIFIED_COLUMNS = COLUMNS.split(', ')
-  .map((column) => `product.${column}`)
-  .join(', ');
+const QUALIFIED_COLUMNS = columnsOf('product.');
 
 /** Many new products in one statement (bulk creation); a sku that exists fails the whole statement. */
 export async function insertProductsForMerchant(

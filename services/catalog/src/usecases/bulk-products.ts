@@ -83,8 +83,9 @@ export function bulkProductUseCases({ db, outbox, now = () => new Date() }: { db
   async function writeChunk(merchantId: MerchantId, items: BulkItem[], mode: 'create' | 'upsert'): Promise<BulkOutcome[]> {
     const attempt = () =>
       outbox.transaction(async (tx, emit) => {
-        const planned = await planChunk(tx, merchantId, items, mode);
+        // One time for the chunk: the rows it writes and the events announcing them say the same.
         const at = now();
+        const planned = await planChunk(tx, merchantId, items, mode, at);
         const stored = await insertProductsForMerchant(tx, merchantId, planned.inserts, at);
         const updated = await updateProductsForMerchant(tx, merchantId, planned.updates, at);
         const byId = new Map([...stored, ...updated].map((product) => [product.id, product]));
@@ -113,11 +114,10 @@ export function bulkProductUseCases({ db, outbox, now = () => new Date() }: { db
     }
   }
 
-  async function planChunk(tx: Queryable, merchantId: MerchantId, items: BulkItem[], mode: 'create' | 'upsert'): Promise<Planned> {
+  async function planChunk(tx: Queryable, merchantId: MerchantId, items: BulkItem[], mode: 'create' | 'upsert', createdAt: Date): Promise<Planned> {
     const skus = [...new Set(items.map((item) => item.body.sku).filter((sku): sku is string => typeof sku === 'string'))];
     const current = new Map((await findProductsBySkuForMerchant(tx, merchantId, skus, { forUpdate: true })).map((product) => [product.sku, product]));
     const planned: Planned = { inserts: [], updates: [], creations: new Map(), outcomes: [] };
-    const createdAt = now();
     for (const item of items) {
       try {
         const existing = typeof item.body.sku === 'string' ? current.get(item.body.sku) : undefined;
