@@ -72,10 +72,13 @@ export async function startGrpcEdge(deps: GrpcEdgeDeps): Promise<RunningGrpcEdge
     // One HTTP/2 connection carries every call: round robin over every address the name resolves
     // to (scaled Compose services, a headless Kubernetes Service) spreads calls over the replicas.
     'grpc.service_config': JSON.stringify({ loadBalancingConfig: [{ round_robin: {} }] }),
-    // The edge never retries a forwarded call (the client decides; a stream cannot be replayed
-    // once committed anyway), and grpc-js's retry layer copies its buffer of sent messages on
-    // every message: 13% of the gateway's CPU in a 20,000-product upsert stream (BENCHMARKS.md).
+    // The edge never retries a forwarded call: the client decides, and a stream cannot be
+    // replayed once committed anyway. Without a retry buffer grpc-js also stops acknowledging
+    // writes before they reach the transport: it kept up to 256 KiB of messages per call and
+    // copied that buffer's array after every message sent, 12-13% of the gateway's CPU in a
+    // 20,000-product upsert stream (BENCHMARKS.md). Each write now completes when it is sent.
     'grpc.enable_retries': 0,
+    'grpc.per_rpc_retry_buffer_size': 0,
   };
   const clients = Object.fromEntries(
     (Object.keys(grpcServices) as GrpcOwner[]).map((owner) => [
