@@ -7,8 +7,12 @@ import type { Stack } from './stack.js';
 export function grpcClients(stack: Stack) {
   const make = (service: typeof ProductService | typeof RecordService | typeof EventService) => {
     const Client = grpc.makeGenericClientConstructor(grpcServiceDefinitionOf(service), service.typeName);
-    return new Client(stack.grpcAddress, grpc.credentials.createInsecure(), { 'grpc.max_send_message_length': 16 * 1024 * 1024 }) as grpc.Client &
-      Record<string, any>;
+    return new Client(stack.grpcAddress, grpc.credentials.createInsecure(), {
+      'grpc.max_send_message_length': 16 * 1024 * 1024,
+      // As the Node SDK's client: no retry buffer, so writes are paced by the server (sdks/node/src/grpc/runtime.ts).
+      'grpc.enable_retries': 0,
+      'grpc.per_rpc_retry_buffer_size': 0,
+    }) as grpc.Client & Record<string, any>;
   };
   const clients = { products: make(ProductService), records: make(RecordService), events: make(EventService) };
   return { ...clients, close: () => Object.values(clients).forEach((client) => client.close()) };

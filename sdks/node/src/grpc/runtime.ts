@@ -59,6 +59,12 @@ export class GrpcRuntime {
       'grpc.primary_user_agent': connection.userAgent,
       'grpc.max_send_message_length': MAX_MESSAGE_BYTES,
       'grpc.max_receive_message_length': MAX_MESSAGE_BYTES,
+      // Streams resume through this runtime's own reconnects (by sku, external_id or cursor), not
+      // grpc-js's retry layer. Its buffer acknowledged each write before it was sent and copied
+      // itself after every message, a cost that grows with the stream; without it each write
+      // completes when it reaches the transport, so a bulk upload is paced by the server.
+      'grpc.enable_retries': 0,
+      'grpc.per_rpc_retry_buffer_size': 0,
     });
   }
 
