@@ -14,6 +14,17 @@ describe('canonicalJson (RFC 8785)', () => {
   it('sorts keys by UTF-16 code units, not by locale', () => {
     assert.equal(canonicalJson({ '\u20ac': 1, '\r': 2, '\ud83d\ude00': 3, '1': 4, é: 5 }), '{"\\r":2,"1":4,"é":5,"\u20ac":1,"\ud83d\ude00":3}');
   });
+  it('gives the same text however many distinct member names it has seen (more than it remembers quoted)', () => {
+    const names = Array.from({ length: 5_000 }, (_, n) => `k${n}"\\${n % 7 === 0 ? '\u2028' : ''}`);
+    const wide = Object.fromEntries(names.map((name, n) => [name, n]));
+    const expected = `{${[...names]
+      .sort()
+      .map((name) => `${JSON.stringify(name)}:${wide[name]}`)
+      .join(',')}}`;
+    assert.equal(canonicalJson(wide), expected);
+    assert.equal(canonicalJson(wide), expected, 'the second time, from remembered names, too');
+    assert.equal(canonicalJson([undefined, () => 1, { f: () => 1, u: undefined, d: new Date(0) }]), '[null,null,{"d":"1970-01-01T00:00:00.000Z","f":null}]');
+  });
   it('refuses non-finite numbers', () => {
     assert.throws(() => canonicalJson({ n: Number.NaN }), TypeError);
   });
