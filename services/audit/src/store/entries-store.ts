@@ -83,11 +83,18 @@ export async function appendEntriesForMerchant(tx: Queryable, merchantId: Mercha
     return chained;
   });
   // One statement text for any batch size (arrays through unnest), so it is prepared once per connection.
+  // The JSON columns travel as one json array each: a jsonb[] literal would have node-postgres
+  // escape every quote of every entry's changes in JavaScript. WITH ORDINALITY pairs them up again.
   const column = <T>(pick: (entry: AuditEntry) => T) => entries.map(pick);
+  const jsonArray = (pick: (entry: AuditEntry) => unknown) => `[${entries.map((entry) => JSON.stringify(pick(entry))).join(',')}]`;
   await tx.query(
     `WITH appended AS (
        INSERT INTO ${ENTRIES} (merchant_id, id, sequence, occurred_at, actor, action, resource_type, resource_id, changes, request_id, ip, event_id, prev_hash, hash, hash_version)
-       SELECT $1, * FROM unnest($2::text[], $3::bigint[], $4::timestamptz[], $5::jsonb[], $6::text[], $7::text[], $8::text[], $9::jsonb[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $15::smallint[])
+       SELECT $1, e.id, e.sequence, e.occurred_at, a.actor::jsonb, e.action, e.resource_type, e.resource_id, c.changes::jsonb, e.request_id, e.ip, e.event_id, e.prev_hash, e.hash, e.hash_version
+       FROM unnest($2::text[], $3::bigint[], $4::timestamptz[], $6::text[], $7::text[], $8::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $15::smallint[])
+              WITH ORDINALITY AS e(id, sequence, occurred_at, action, resource_type, resource_id, request_id, ip, event_id, prev_hash, hash, hash_version, n)
+       JOIN json_array_elements($5::json) WITH ORDINALITY AS a(actor, n) USING (n)
+       JOIN json_array_elements($9::json) WITH ORDINALITY AS c(changes, n) USING (n)
      )
      UPDATE ${HEADS} SET sequence = $16, hash = $17 WHERE merchant_id = $1`,
     [
@@ -95,11 +102,11 @@ export async function appendEntriesForMerchant(tx: Queryable, merchantId: Mercha
       column((entry) => entry.id),
       column((entry) => entry.sequence),
       column((entry) => entry.occurredAt),
-      column((entry) => JSON.stringify(entry.actor)),
+      jsonArray((entry) => entry.actor),
       column((entry) => entry.action),
       column((entry) => entry.resource.type),
       column((entry) => entry.resource.id),
-      column((entry) => JSON.stringify(entry.changes)),
+      jsonArray((entry) => entry.changes),
       column((entry) => entry.requestId),
       column((entry) => entry.ip),
       column((entry) => entry.eventId),
