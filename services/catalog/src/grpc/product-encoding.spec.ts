@@ -5,23 +5,9 @@ import type { Product } from '../domain/product.js';
 import type { BulkOutcome } from '../usecases/bulk-products.js';
 import { ENCODED_PRODUCT_FIELDS, encodeExportPage, encodeExportSingle, encodeProductResultResponse, sizeProduct } from './product-encoding.js';
 import { wireProductOf, wireResultOf } from './product-wire.js';
+import { storedProduct } from '../../test/stored-product.js';
 
-const at = new Date('2026-11-22T10:04:05.123Z');
-const plain: Product = {
-  id: 'prod_01m84wz4ntj32rt4qgsnft38ft',
-  merchantId: 'mch_x',
-  sku: 'A-1',
-  title: 'A',
-  description: null,
-  price: '1.00',
-  currency: 'EUR',
-  status: 'active',
-  inventoryQuantity: null,
-  attributes: {},
-  version: 1,
-  createdAt: at,
-  updatedAt: at,
-};
+const plain = storedProduct;
 
 /** Products that reach every branch: empty and absent fields, zero and negative numbers, times around 1970, text beyond ASCII. */
 const products: Array<[string, Product]> = [

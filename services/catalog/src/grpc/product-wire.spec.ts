@@ -3,26 +3,9 @@ import { create, toBinary } from '@bufbuild/protobuf';
 import { ExportProductsResponseSchema, ProductInputSchema, ProductResult_Outcome, ProductStatus } from '@merx/contracts/grpc';
 import { ValidationFailed } from '@merx/kit';
 import { validateNewProduct, type Product } from '../domain/product.js';
+import { storedProduct } from '../../test/stored-product.js';
 import { sizeProduct } from './product-encoding.js';
 import { restBodyOf, wireProductOf, wireResultOf, wireSizeBoundOf } from './product-wire.js';
-
-/** A product as the store returns it; each test changes what it is about. */
-const storedAt = new Date('2026-11-22T10:04:05.123Z');
-const storedProduct: Product = {
-  id: 'prod_01m84wz4ntj32rt4qgsnft38ft',
-  merchantId: 'mch_x',
-  sku: 'A-1',
-  title: 'A',
-  description: null,
-  price: '1.00',
-  currency: 'EUR',
-  status: 'active',
-  inventoryQuantity: null,
-  attributes: {},
-  version: 1,
-  createdAt: storedAt,
-  updatedAt: storedAt,
-};
 
 describe('ProductService messages as REST bodies', () => {
   it('reads empty strings as absent fields, so the REST checks say which are required', () => {
