@@ -29,6 +29,21 @@ export async function recordInInbox(tx: Queryable, schema: string, consumer: str
 }
 
 /**
+ * recordInInbox for a batch handled in one transaction: records them all and answers those
+ * `consumer` had not seen before, each id once, in the order given (a batch can hold a
+ * redelivery of its own event). The caller acts on these only.
+ */
+export async function recordFirstSightings(tx: Queryable, schema: string, consumer: string, events: MerxEvent[]): Promise<MerxEvent[]> {
+  if (events.length === 0) return [];
+  const { rows } = await tx.query<{ event_id: string }>(
+    `INSERT INTO ${schema}.inbox (consumer, event_id, topic) SELECT $1, * FROM unnest($2::text[], $3::text[]) ON CONFLICT DO NOTHING RETURNING event_id`,
+    [consumer, events.map((event) => event.id), events.map((event) => event.topic)],
+  );
+  const unseen = new Set(rows.map((row) => row.event_id));
+  return events.filter((event) => unseen.delete(event.id));
+}
+
+/**
  * At-least-once delivery becomes exactly-once effect: the inbox row and the handler's writes
  * commit together, so a redelivered event finds its row and is dropped, and a crash before
  * commit leaves no row and the broker redelivers.

@@ -4,6 +4,7 @@ import {
   NotFound,
   parsePageRequest,
   parseTimeFilter,
+  recordFirstSightings,
   toListPage,
   trustedMerchantId,
   ValidationFailed,
@@ -68,14 +69,7 @@ export function auditLog(db: Db) {
      */
     async recordEventsOfMerchant(merchantId: string, events: MerxEvent[]): Promise<void> {
       await db.transaction(async (tx) => {
-        const { rows } = await tx.query<{ event_id: string }>(
-          `INSERT INTO ${AUDIT_SCHEMA}.inbox (consumer, event_id, topic) SELECT $1, event_id, topic FROM unnest($2::text[], $3::text[]) AS received(event_id, topic)
-           ON CONFLICT DO NOTHING RETURNING event_id`,
-          [AUDIT_CONSUMER, events.map((event) => event.id), events.map((event) => event.topic)],
-        );
-        const fresh = new Set(rows.map((row) => row.event_id));
-        const seen = new Set<string>();
-        const toAppend = events.filter((event) => fresh.has(event.id) && !seen.has(event.id) && seen.add(event.id));
+        const toAppend = await recordFirstSightings(tx, AUDIT_SCHEMA, AUDIT_CONSUMER, events);
         await appendEntriesForMerchant(
           tx,
           trustedMerchantId(merchantId),

@@ -1,14 +1,14 @@
-import { buildEvent, newId, trustedMerchantId, type Db, type Logger, type MerchantId, type MerxEvent, type Outbox } from '@merx/kit';
+import { buildEvent, newId, recordFirstSightings, trustedMerchantId, type Db, type Logger, type MerchantId, type MerxEvent, type Outbox } from '@merx/kit';
 import type { Connection } from '../domain/connection.js';
 import { ingestedRecordOfEvent, type IngestedRecordResource } from '../domain/record.js';
 import type { Resource } from '../domain/resource.js';
 import type { RuleFields } from '../domain/rule.js';
 import type { RoutingDecision, RuleForRouting, RuleRunner } from '../domain/rules/index.js';
 import { inCauseContext } from '../events/cause-context.js';
-import { recordFirstSightings } from '../store/inbox-store.js';
 import { insertRoutingsForMerchant, type StoredRouting } from '../store/records-store.js';
 import { findResourcesForMerchant } from '../store/resource-table.js';
 import { RULES, routingConnectionsForMerchant } from '../store/tables.js';
+import { MERCHANTS_SCHEMA } from '../store/migrations.js';
 
 export const ROUTING_CONSUMER = 'merchants.routing';
 
@@ -135,6 +135,7 @@ export function recordRouting({ db, outbox, runner, logger }: { db: Db; outbox: 
       const fresh = new Set(
         await recordFirstSightings(
           tx,
+          MERCHANTS_SCHEMA,
           ROUTING_CONSUMER,
           recordEvents.map(({ event }) => event),
         ),
