@@ -33,6 +33,17 @@ export interface GrpcBenchDeps {
 const items = Number(process.env.BENCH_GRPC_ITEMS ?? 20_000);
 /** The page size the SDK and CLI ask for by default. */
 const EXPORT_PAGE_SIZE = 500;
+/** Items per UpsertProducts and IngestRecords message: pages, as a bulk client sends them; 0 sends one item per message. */
+const WRITE_PAGE_SIZE = Number(process.env.BENCH_GRPC_WRITE_PAGE ?? 500);
+
+/** The items in messages of WRITE_PAGE_SIZE (`page`), or one per message (`single`). */
+function framed<Input, Request>(inputs: Input[], single: (input: Input) => Request, page: (inputs: Input[]) => Request): Request[] {
+  if (WRITE_PAGE_SIZE <= 0) return inputs.map(single);
+  const requests: Request[] = [];
+  for (let first = 0; first < inputs.length; first += WRITE_PAGE_SIZE) requests.push(page(inputs.slice(first, first + WRITE_PAGE_SIZE)));
+  return requests;
+}
+const writeFraming = () => (WRITE_PAGE_SIZE > 0 ? `in pages of ${WRITE_PAGE_SIZE}` : 'one per message');
 /** Exports each way, alternated; the median is reported. */
 const EXPORT_RUNS = 3;
 const perSecond = (count: number, ms: number) => Math.round((count / ms) * 1000).toLocaleString('en-US');
@@ -40,7 +51,7 @@ const perSecond = (count: number, ms: number) => Math.round((count / ms) * 1000)
 /**
  * The gRPC sub-APIs end to end through the public port, on a fresh start of the mode with the
  * bulk class out of the way: products/s through UpsertProducts (answered once committed with their
- * events), ExportProducts (one product per message, then pages of 500), records/s through IngestRecords, and events/s through StreamEvents
+ * events; in pages of BENCH_GRPC_WRITE_PAGE, as IngestRecords), ExportProducts (one product per message, then pages of 500), records/s through IngestRecords, and events/s through StreamEvents
  * reading back what the upsert announced. Returned as notes for the report.
  */
 export async function benchGrpc(name: 'distributed', deps: GrpcBenchDeps): Promise<string[]> {
@@ -71,8 +82,10 @@ async function upsertExportIngestStream(name: 'distributed', env: Record<string,
     await receiver.settle();
     await receiver.reset(0);
     const startTime = new Date();
-    const requests = Array.from({ length: items }, (_, index) =>
-      create(UpsertProductsRequestSchema, { product: { sku: `bench-grpc-${index}`, title: 'Bench', price: '19.99', currency: 'USD' } }),
+    const requests = framed(
+      Array.from({ length: items }, (_, index) => ({ sku: `bench-grpc-${index}`, title: 'Bench', price: '19.99', currency: 'USD' })),
+      (product) => create(UpsertProductsRequestSchema, { product }),
+      (products) => create(UpsertProductsRequestSchema, { products }),
     );
     const named = { bench: process.pid, ...mode.processes };
     let cpuBefore = cpuSnapshot();
@@ -81,7 +94,9 @@ async function upsertExportIngestStream(name: 'distributed', env: Record<string,
     const upsertMs = Date.now() - started;
     const upsertEnded = new Date();
     const upsertCpu = cpuUsage(cpuBefore, cpuSnapshot(), named, mode.databaseName);
-    if (upserted.some((answer) => answer.result!.outcome !== ProductResult_Outcome.CREATED)) throw new Error('an upserted product was not created');
+    const results = upserted.flatMap((answer) => (answer.result ? [answer.result] : answer.results));
+    if (results.length !== items || results.some((result) => result.outcome !== ProductResult_Outcome.CREATED))
+      throw new Error('an upserted product was not created');
 
     // Both followers measured before the next scenario starts, so their figures are the upsert's alone.
     const audit = await measureAuditLag(mode.databaseUrl, upsertEnded, 300_000);
@@ -116,18 +131,19 @@ async function upsertExportIngestStream(name: 'distributed', env: Record<string,
 
     const source = await call(stack, 'POST', '/api/v1/sources', { token, body: { name: 'Bench', kind: 'storefront' }, unchecked: true });
     const occurTime = timestampFromDate(new Date());
-    const records = Array.from({ length: items }, (_, index) =>
-      create(IngestRecordsRequestSchema, {
-        sourceId: source.body.id,
-        record: { type: RecordType.ORDER, externalId: `bench-${index}`, occurTime, data: { total: 10, currency: 'USD' } },
-      }),
+    const records = framed(
+      Array.from({ length: items }, (_, index) => ({ type: RecordType.ORDER, externalId: `bench-${index}`, occurTime, data: { total: 10, currency: 'USD' } })),
+      (record) => create(IngestRecordsRequestSchema, { sourceId: source.body.id, record }),
+      (page) => create(IngestRecordsRequestSchema, { sourceId: source.body.id, records: page }),
     );
     cpuBefore = cpuSnapshot();
     started = Date.now();
     const acks = await bidiAll<IngestRecordsResponse>(clients.records, 'IngestRecords', records, bearer(token));
     const ingestMs = Date.now() - started;
     const ingestCpu = cpuUsage(cpuBefore, cpuSnapshot(), named, mode.databaseName);
-    if (acks.some((ack) => ack.status !== IngestRecordsResponse_Status.ACCEPTED)) throw new Error('an ingested record was not accepted');
+    const recordAcks = acks.flatMap((answer) => (answer.acks.length > 0 ? answer.acks : [answer]));
+    if (recordAcks.length !== items || recordAcks.some((ack) => ack.status !== IngestRecordsResponse_Status.ACCEPTED))
+      throw new Error('an ingested record was not accepted');
 
     // Every products.created of the upsert, read back from the start of the run.
     started = Date.now();
@@ -152,10 +168,10 @@ async function upsertExportIngestStream(name: 'distributed', env: Record<string,
       ? ` — ${(upsertPerSecond / deps.restPostPerSecond).toFixed(1)}× the same run's REST POST (${Math.round(deps.restPostPerSecond).toLocaleString('en-US')} products/s)`
       : '';
     return [
-      `gRPC, ${name}: UpsertProducts ${perSecond(items, upsertMs)} products/s (${items} in ${upsertMs} ms, each answered once committed with its event; target ≥ 10,000)${ratio}; ` +
+      `gRPC, ${name}: UpsertProducts ${perSecond(items, upsertMs)} products/s (${items} ${writeFraming()} in ${upsertMs} ms, each answered once committed with its event; target ≥ 10,000)${ratio}; ` +
         `ExportProducts ${perSecond(exportedPaged.count, exportedPaged.ms)} products/s in pages of ${EXPORT_PAGE_SIZE} (target ≥ 50,000), ` +
         `${perSecond(exportedOne.count, exportedOne.ms)} products/s one per message (medians of ${EXPORT_RUNS} alternated runs: ` +
-        `${pagedRuns.map((run) => run.ms).join(', ')} ms and ${oneRuns.map((run) => run.ms).join(', ')} ms); IngestRecords ${perSecond(items, ingestMs)} records/s (target ≥ 5,000); ` +
+        `${pagedRuns.map((run) => run.ms).join(', ')} ms and ${oneRuns.map((run) => run.ms).join(', ')} ms); IngestRecords ${perSecond(items, ingestMs)} records/s ${writeFraming()} (target ≥ 5,000); ` +
         `StreamEvents ${perSecond(events, eventsMs)} events/s (the upsert's ${events} products.created, read back from the start of the run, including waiting for them to reach the events store).`,
       `gRPC upsert, followers: audit wrote ${audit.entries} entries at ${Math.round(audit.entriesPerSecond).toLocaleString('en-US')}/s, lag behind the event p50 ${Math.round(audit.lagP50Ms)} ms, p99 ${Math.round(audit.lagP99Ms)} ms, ` +
         `caught up ${Math.round(audit.catchUpMs)} ms after the last answer; webhooks delivered ${webhooks.delivered} products.created to one subscription, ` +

@@ -171,6 +171,85 @@ describe('gRPC sub-APIs through the public gRPC port', function () {
     assert.equal(created.length, requests.length);
   });
 
+  it('upserts pages of products: one answer per message, items numbered across the stream, each failing alone', async () => {
+    const page = (skus: string[], extra: ProductInit = {}) => create(UpsertProductsRequestSchema, { products: skus.map((sku) => productInput(sku, extra)) });
+    const big = Array.from({ length: 1_000 }, (_, index) => `PAGE-BIG-${index}`);
+    const requests = [
+      upsertRequest('PAGE-A'),
+      create(UpsertProductsRequestSchema, { products: [productInput('PAGE-B'), productInput('PAGE-C', { price: '1.234' }), productInput('PAGE-D')] }),
+      upsertRequest('PAGE-E'),
+      page(big),
+      // The same sku again in a later page: applied in stream order, so it updates.
+      page(['PAGE-B'], { price: '11.00' }),
+    ];
+    const answers = await bidiAll<UpsertProductsResponse>(clients.products, 'UpsertProducts', requests, bearer(merchant.token));
+    assert.equal(answers.length, requests.length, 'one answer per message');
+    assert.equal(answers[0]!.result!.index, 0);
+    assert.deepEqual(answers[0]!.results, []);
+    assert.equal(answers[1]!.result, undefined);
+    assert.deepEqual(
+      answers[1]!.results.map((result) => [result.index, result.sku, result.outcome, result.problem?.violations.map((violation) => violation.field)]),
+      [
+        [1, 'PAGE-B', ProductResult_Outcome.CREATED, undefined],
+        [2, 'PAGE-C', ProductResult_Outcome.FAILED, ['price']],
+        [3, 'PAGE-D', ProductResult_Outcome.CREATED, undefined],
+      ],
+    );
+    assert.equal(answers[2]!.result!.index, 4);
+    assert.deepEqual(
+      answers[3]!.results.map((result) => result.index),
+      big.map((_, offset) => 5 + offset),
+    );
+    assert.ok(answers[3]!.results.every((result, offset) => result.outcome === ProductResult_Outcome.CREATED && result.sku === big[offset]));
+    assert.deepEqual(
+      answers[4]!.results.map((result) => [result.index, result.outcome, result.product?.price]),
+      [[1_005, ProductResult_Outcome.UPDATED, '11.00']],
+    );
+    const stored = await productsThroughRest();
+    // A, B, D and E, and the big page; C failed alone.
+    assert.equal(stored.length, 4 + big.length);
+    assert.equal(stored.find((product) => product.sku === 'PAGE-B')!.price, '11.00');
+    await eventually(
+      async () => stack.events.forMerchant(merchant.merchantId).filter((event) => event.topic === 'products.created').length,
+      (seen) => seen === 4 + big.length,
+      'a products.created per product of the pages',
+    );
+  });
+
+  it('refuses a message carrying both one product and a page, or a page above 1,000, with INVALID_ARGUMENT naming the field', async () => {
+    const both = await rejectsWith(
+      bidiAll(
+        clients.products,
+        'UpsertProducts',
+        [create(UpsertProductsRequestSchema, { product: productInput('BOTH-1'), products: [productInput('BOTH-2')] })],
+        bearer(merchant.token),
+      ),
+      grpc.status.INVALID_ARGUMENT,
+    );
+    assert.deepEqual(problemOf(both), { reason: 'validation_failed', fields: ['product'], retryDelayMs: undefined });
+    const tooLong = await rejectsWith(
+      bidiAll(
+        clients.products,
+        'UpsertProducts',
+        [create(UpsertProductsRequestSchema, { products: Array.from({ length: 1_001 }, (_, index) => productInput(`LONG-${index}`)) })],
+        bearer(merchant.token),
+      ),
+      grpc.status.INVALID_ARGUMENT,
+    );
+    assert.deepEqual(problemOf(tooLong), { reason: 'validation_failed', fields: ['products'], retryDelayMs: undefined });
+    const records = await rejectsWith(
+      bidiAll(
+        clients.records,
+        'IngestRecords',
+        [create(IngestRecordsRequestSchema, { sourceId: 'src_00000000000000000000000000', record: { externalId: 'a' }, records: [{ externalId: 'b' }] })],
+        bearer(merchant.token),
+      ),
+      grpc.status.INVALID_ARGUMENT,
+    );
+    assert.deepEqual(problemOf(records).fields, ['record']);
+    assert.equal((await productsThroughRest()).length, 0, 'nothing of a refused message was written');
+  });
+
   it('updates by sku with the REST rules, and says unchanged for an item that changes nothing', async () => {
     const first = await bidiAll<UpsertProductsResponse>(
       clients.products,
@@ -423,6 +502,45 @@ describe('gRPC sub-APIs through the public gRPC port', function () {
     assert.equal(listed.body.data.length, 2);
     await stack.events.waitFor((event) => event.topic === 'orders.created' && event.id === acks[0]!.eventId);
     await stack.events.waitFor((event) => event.topic === 'reviews.submitted' && event.id === acks[1]!.eventId);
+  });
+
+  it('ingests pages of records with one message of acks per page, numbered across the stream', async () => {
+    const source = await call(stack, 'POST', '/api/v1/sources', { token: merchant.token, body: { name: 'Shop', kind: 'storefront' } });
+    assert.equal(source.status, 201, source.text);
+    const order = (externalId: string, total: unknown) => ({
+      type: RecordType.ORDER,
+      externalId,
+      occurTime: timestampFromDate(new Date('2026-11-22T10:04:05.123Z')),
+      data: { total, currency: 'EUR' } as never,
+    });
+    const requests = [
+      create(IngestRecordsRequestSchema, { sourceId: source.body.id, record: order('single-1', 10) }),
+      create(IngestRecordsRequestSchema, { sourceId: source.body.id, records: [order('page-1', 20), order('page-bad', 'lots'), order('single-1', 10)] }),
+      create(IngestRecordsRequestSchema, { sourceId: source.body.id, records: Array.from({ length: 250 }, (_, index) => order(`bulk-${index}`, index + 1)) }),
+    ];
+    const answers = await bidiAll<IngestRecordsResponse>(clients.records, 'IngestRecords', requests, bearer(merchant.token));
+    assert.equal(answers.length, 3, 'one answer per message');
+    assert.deepEqual([answers[0]!.index, answers[0]!.status, answers[0]!.acks.length], [0, IngestRecordsResponse_Status.ACCEPTED, 0]);
+    assert.deepEqual(
+      answers[1]!.acks.map((ack) => [ack.index, ack.externalId, ack.status]),
+      [
+        [1, 'page-1', IngestRecordsResponse_Status.ACCEPTED],
+        [2, 'page-bad', IngestRecordsResponse_Status.REJECTED],
+        [3, 'single-1', IngestRecordsResponse_Status.DUPLICATE],
+      ],
+    );
+    assert.equal(answers[1]!.acks[2]!.recordId, answers[0]!.recordId, 'the duplicate names the first record');
+    assert.equal(answers[1]!.status, IngestRecordsResponse_Status.UNSPECIFIED, 'a page answer carries its acks only');
+    assert.deepEqual(
+      answers[2]!.acks.map((ack) => ack.index),
+      Array.from({ length: 250 }, (_, offset) => 4 + offset),
+    );
+    assert.ok(answers[2]!.acks.every((ack) => ack.status === IngestRecordsResponse_Status.ACCEPTED));
+    await eventually(
+      async () => stack.events.forMerchant(merchant.merchantId).filter((event) => event.topic === 'orders.created').length,
+      (seen) => seen === 252,
+      'an orders.created per accepted record',
+    );
   });
 
   it('answers a record repeated within one chunk as a duplicate of the first, which alone is stored and announced', async () => {

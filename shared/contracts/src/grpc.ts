@@ -1,4 +1,5 @@
 import type { DescMethod, DescService } from '@bufbuild/protobuf';
+import { BinaryReader, WireType } from '@bufbuild/protobuf/wire';
 import type { GenFile } from '@bufbuild/protobuf/codegenv2';
 import { file_google_rpc_error_details } from './gen/google/rpc/error_details_pb.js';
 import { file_google_rpc_status } from './gen/google/rpc/status_pb.js';
@@ -48,8 +49,44 @@ export const grpcMethodScopes: Record<string, string> = {
   '/merx.v1.EventService/StreamEvents': 'webhooks:read',
 };
 
-/** Methods whose request stream counts in the `bulk` class, one item per message. */
-export const grpcBulkMethods = new Set(['/merx.v1.ProductService/UpsertProducts', '/merx.v1.RecordService/IngestRecords']);
+/**
+ * Methods whose request stream counts in the `bulk` class, in items: a message is one item, or
+ * a page of items in the repeated field named here (UpsertProductsRequest.products,
+ * IngestRecordsRequest.records).
+ */
+const BULK_PAGE_FIELDS = new Map([
+  ['/merx.v1.ProductService/UpsertProducts', 2],
+  ['/merx.v1.RecordService/IngestRecords', 3],
+]);
+
+export const grpcBulkMethods: ReadonlySet<string> = new Set(BULK_PAGE_FIELDS.keys());
+
+/** Most items one message of a bulk stream may carry (as BatchCreateProducts and a REST record batch). */
+export const MAX_BULK_PAGE_ITEMS = 1_000;
+
+/**
+ * The items a bulk stream's message carries, read from its bytes without decoding it: the edge
+ * counts them against the `bulk` class while forwarding the message as it came. Only the
+ * top-level tags are read and every value is skipped. A message without a page counts as one
+ * item (whatever it holds: the owning service judges that); bytes that are no message at all
+ * also count as one, and the service refuses them.
+ */
+export function bulkItemsInMessage(path: string, bytes: Uint8Array): number {
+  const pageField = BULK_PAGE_FIELDS.get(path);
+  if (pageField === undefined) return 1;
+  let items = 0;
+  try {
+    const reader = new BinaryReader(bytes);
+    while (reader.pos < reader.len) {
+      const [field, wireType] = reader.tag();
+      if (field === pageField && wireType === WireType.LengthDelimited) items += 1;
+      reader.skip(wireType, field);
+    }
+  } catch {
+    return 1;
+  }
+  return Math.max(1, items);
+}
 
 export function grpcMethodsOf(service: DescService): DescMethod[] {
   return service.methods;

@@ -4,7 +4,8 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { grpcFiles, grpcMethodScopes, grpcPathOf, grpcServices } from './grpc.js';
+import { create, toBinary } from '@bufbuild/protobuf';
+import { bulkItemsInMessage, grpcFiles, grpcMethodScopes, grpcPathOf, grpcServices, IngestRecordsRequestSchema, UpsertProductsRequestSchema } from './grpc.js';
 import { scopeNames } from './scopes.js';
 
 const run = promisify(execFile);
@@ -41,5 +42,31 @@ describe('the gRPC contract (proto/merx/v1)', function () {
     assert.deepEqual(Object.keys(grpcMethodScopes).sort(), paths.sort());
     for (const scope of Object.values(grpcMethodScopes)) assert.ok((scopeNames as string[]).includes(scope), `${scope} is not a scope`);
     assert.ok(grpcFiles.length >= 4);
+  });
+});
+
+describe('bulkItemsInMessage: the items a bulk message carries, read off its tags', () => {
+  const upsert = '/merx.v1.ProductService/UpsertProducts';
+  const ingest = '/merx.v1.RecordService/IngestRecords';
+
+  it('counts a page by its entries and a lone item as one', () => {
+    const page = toBinary(
+      UpsertProductsRequestSchema,
+      create(UpsertProductsRequestSchema, { products: [{ sku: 'A' }, { sku: 'B', attributes: { x: 'y' } }, {}] }),
+    );
+    assert.equal(bulkItemsInMessage(upsert, page), 3);
+    assert.equal(bulkItemsInMessage(upsert, toBinary(UpsertProductsRequestSchema, create(UpsertProductsRequestSchema, { product: { sku: 'A' } }))), 1);
+    // An empty message is still an item: the catalog answers it as a product without a sku.
+    assert.equal(bulkItemsInMessage(upsert, new Uint8Array()), 1);
+    const records = toBinary(
+      IngestRecordsRequestSchema,
+      create(IngestRecordsRequestSchema, { sourceId: 'src_x', records: [{ externalId: '1' }, { externalId: '2' }] }),
+    );
+    assert.equal(bulkItemsInMessage(ingest, records), 2);
+  });
+
+  it('counts bytes that are no message as one item, for the service to refuse', () => {
+    assert.equal(bulkItemsInMessage(upsert, Uint8Array.from([0x12, 0x7f, 0x01])), 1);
+    assert.equal(bulkItemsInMessage(upsert, Uint8Array.from([0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff])), 1);
   });
 });

@@ -4,7 +4,17 @@ import { anyPack, durationFromMs } from '@bufbuild/protobuf/wkt';
 import { BadRequestSchema, ErrorInfoSchema, grpcPathOf, RetryInfoSchema, StatusSchema } from '@merx/contracts/grpc';
 import { bearerTokenOf, type AccessClaims, type TokenVerifier } from './auth.js';
 import { runWithContext, type RequestContext } from './context.js';
-import { InsufficientScope, InternalError, MalformedRequest, MerxError, RateLimited, Unauthenticated, ValidationFailed, type ErrorCode } from './errors.js';
+import {
+  InsufficientScope,
+  InternalError,
+  MalformedRequest,
+  MerxError,
+  RateLimited,
+  Unauthenticated,
+  ValidationFailed,
+  type ErrorCode,
+  type FieldError,
+} from './errors.js';
 import { newId } from './ids.js';
 import type { Logger } from './logger.js';
 
@@ -282,8 +292,14 @@ export interface BulkStreamOptions<Req, Item, Res> {
   chunkSize: number;
   /** Items read ahead of the chunks being written; beyond it the stream stops reading (flow control does the rest). */
   readAhead: number;
-  /** A message as the item the use case takes; `index` is its place in the stream, from 0. */
-  itemOf(message: Req, index: number): Item;
+  /**
+   * The items a message stands for, as the use case takes them: one, or a page (`paged`) of one
+   * or more, the first at `firstIndex` (its place in the stream, from 0). Throws a MerxError for
+   * a message that is neither (both set, a page too long): the call ends INVALID_ARGUMENT.
+   */
+  itemsOf(message: Req, firstIndex: number): { items: Item[]; paged: boolean };
+  /** The one response to a paged message: its items' answers, in order. */
+  pageOf(answers: Res[]): Res;
   /**
    * What makes two items the same thing (a sku, a source's external id). A chunk holding a key of
    * a chunk still being written waits for it, so a thing sent twice is applied in stream order.
@@ -291,6 +307,25 @@ export interface BulkStreamOptions<Req, Item, Res> {
   keyOf(item: Item): string | undefined;
   /** Writes a chunk and returns one answer per item, in order, once what it reports is durable. */
   write(claims: AccessClaims, items: Item[]): Promise<Res[]>;
+}
+
+/**
+ * A bulk message's items: one (`single`, the singular field), or the page in `page` (the repeated
+ * field) of 1 to `max`. Both at once, or a longer page, is refused as the whole call's bad input.
+ */
+export function bulkMessageItems<Input, Item>(
+  fields: { single: string; page: string; max: number },
+  single: Input | undefined,
+  page: Input[],
+  firstIndex: number,
+  itemOf: (input: Input | undefined, index: number) => Item,
+): { items: Item[]; paged: boolean } {
+  if (page.length === 0) return { items: [itemOf(single, firstIndex)], paged: false };
+  const violations: FieldError[] = [];
+  if (single !== undefined) violations.push({ field: fields.single, code: 'not_allowed', message: `set ${fields.single} or ${fields.page}, not both` });
+  if (page.length > fields.max) violations.push({ field: fields.page, code: 'too_long', message: `${fields.page} must hold 1 to ${fields.max} items` });
+  if (violations.length > 0) throw new ValidationFailed(violations);
+  return { items: page.map((input, offset) => itemOf(input, firstIndex + offset)), paged: true };
 }
 
 /**
@@ -303,7 +338,9 @@ export const BULK_CHUNKS_IN_FLIGHT = 2;
 /**
  * A bidirectional bulk stream (UpsertProducts, IngestRecords): items are read as they come and
  * written chunk by chunk, up to BULK_CHUNKS_IN_FLIGHT chunks (each its own transaction) at once;
- * each item is answered in stream order once its chunk has committed. A second chunk starts only
+ * each item is answered in stream order once its chunk has committed. A message of one item gets
+ * its answer as it comes; a page gets one message holding its answers once the last of them is
+ * in (a page may span chunks), so every request message has exactly one response, in order. A second chunk starts only
  * full (or at the end of the stream), so a fast client gets whole chunks and a slow one is not
  * kept waiting. Reading pauses while `readAhead` items wait and while the client does not take
  * its answers, so memory stays bounded; a cancelled call starts no further chunk.
@@ -311,6 +348,10 @@ export const BULK_CHUNKS_IN_FLIGHT = 2;
 export function bulkStreamHandler<Req, Item, Res>(options: BulkStreamOptions<Req, Item, Res>): grpc.handleBidiStreamingCall<Req, Res> {
   return (call) => {
     const waiting: Item[] = [];
+    /** The request messages not yet answered, in order: how many items each holds, and whether it is a page. */
+    const framing: Array<{ items: number; paged: boolean }> = [];
+    /** Answers of the oldest unanswered page, while some of its items are still being written. */
+    let pageAnswers: Res[] = [];
     /** Chunks started and not yet answered, in stream order. */
     const inFlight: Array<{ keys: Set<string>; written: Promise<Res[]> }> = [];
     let received = 0;
@@ -369,7 +410,19 @@ export function bulkStreamHandler<Req, Item, Res>(options: BulkStreamOptions<Req
           // A chunk's answers go out together (they are in memory already); the next answers wait
           // until the client has taken them, so at most one chunk of answers is ever buffered.
           let flowing = true;
-          for (const response of answers) flowing = call.write(response);
+          for (const response of answers) {
+            const frame = framing[0]!;
+            if (!frame.paged) {
+              framing.shift();
+              flowing = call.write(response);
+              continue;
+            }
+            pageAnswers.push(response);
+            if (pageAnswers.length < frame.items) continue;
+            framing.shift();
+            flowing = call.write(options.pageOf(pageAnswers));
+            pageAnswers = [];
+          }
           if (!flowing) await drained(call);
         }
         answering = false;
@@ -387,12 +440,16 @@ export function bulkStreamHandler<Req, Item, Res>(options: BulkStreamOptions<Req
 
     call.on('data', (message: Req) => {
       if (failed) return;
+      let carried: { items: Item[]; paged: boolean };
       try {
         assertDecoded(message);
+        carried = options.itemsOf(message, received);
       } catch (error) {
         return fail(error);
       }
-      waiting.push(options.itemOf(message, received++));
+      received += carried.items.length;
+      framing.push({ items: carried.items.length, paged: carried.paged });
+      for (const item of carried.items) waiting.push(item);
       if (waiting.length >= options.readAhead) call.pause();
       // The messages already read join this chunk before it is written.
       if (!pumpScheduled) {

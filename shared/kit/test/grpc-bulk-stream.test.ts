@@ -1,5 +1,14 @@
 import assert from 'node:assert/strict';
-import { bulkStreamHandler, createLogger, grpc, trustedMerchantId, type AccessClaims, type TokenVerifier } from '../src/index.js';
+import {
+  bulkMessageItems,
+  bulkStreamHandler,
+  createLogger,
+  grpc,
+  trustedMerchantId,
+  ValidationFailed,
+  type AccessClaims,
+  type TokenVerifier,
+} from '../src/index.js';
 
 const identity = { serialize: (bytes: Buffer) => bytes, deserialize: (bytes: Buffer) => bytes };
 const METHOD = '/merx.test.Bulk/Upsert';
@@ -40,7 +49,14 @@ describe('bulk streams (bulkStreamHandler) over a real gRPC connection', functio
         logger: createLogger('kit-test', 'silent'),
         chunkSize: 50,
         readAhead: 200,
-        itemOf: (_message, index) => index,
+        // `x` is one item; `page:N` a page of N items; `both` a message that is neither (refused).
+        itemsOf: (message, firstIndex) => {
+          const text = message.toString();
+          if (text === 'both') throw new ValidationFailed([{ field: 'product', code: 'not_allowed', message: 'set product or products, not both' }]);
+          if (!text.startsWith('page:')) return { items: [firstIndex], paged: false };
+          return { items: Array.from({ length: Number(text.slice(5)) }, (_, offset) => firstIndex + offset), paged: true };
+        },
+        pageOf: (answers) => Buffer.from(`[${answers.map(String).join(',')}]`),
         keyOf: () => undefined,
         write: async (_claims, items) => {
           chunksWritten += 1;
@@ -82,6 +98,38 @@ describe('bulk streams (bulkStreamHandler) over a real gRPC connection', functio
       Array.from({ length: 300 }, (_, i) => String(i)),
     );
     client.close();
+  });
+
+  /** Sends these messages in one stream and collects every answer and the final status. */
+  async function exchange(messages: string[]): Promise<{ answers: string[]; error: grpc.ServiceError | undefined }> {
+    const client = new grpc.Client(address, grpc.credentials.createInsecure());
+    const call = open(client);
+    const answers: string[] = [];
+    call.on('data', (answer: Buffer) => answers.push(answer.toString()));
+    const done = new Promise<grpc.ServiceError | undefined>((resolve) => {
+      call.on('end', () => resolve(undefined));
+      call.on('error', (error: grpc.ServiceError) => resolve(error));
+    });
+    for (const message of messages) call.write(Buffer.from(message));
+    call.end();
+    const error = await done;
+    client.close();
+    return { answers, error };
+  }
+
+  it('answers a page with one message holding its items in order, even when the page spans chunks', async () => {
+    // Chunks hold 50 items: the page of 120 is written in three of them (with its neighbours).
+    const { answers, error } = await exchange(['x', 'page:120', 'x', 'x', 'page:3', 'x']);
+    assert.equal(error, undefined);
+    const page = (from: number, length: number) => `[${Array.from({ length }, (_, offset) => from + offset).join(',')}]`;
+    assert.deepEqual(answers, ['0', page(1, 120), '121', '122', page(123, 3), '126']);
+  });
+
+  it('ends the call INVALID_ARGUMENT at a message that is neither one item nor a page, after answering what came before', async () => {
+    const { answers, error } = await exchange(['x', 'both', 'x']);
+    assert.equal(error?.code, grpc.status.INVALID_ARGUMENT);
+    assert.match(error?.details ?? '', /not both/);
+    assert.ok(answers.length <= 1, `answered ${answers.length} items`);
   });
 
   it('stops after a cancel with items still unread, and the process keeps serving', async () => {
@@ -130,7 +178,10 @@ describe('bulk streams write two chunks at once and still answer in stream order
         logger: createLogger('kit-test', 'silent'),
         chunkSize: 2,
         readAhead: 8,
-        itemOf: (message, index) => ({ index, ...(JSON.parse(message.toString()) as Omit<Item, 'index'>) }),
+        itemsOf: (message, index) => ({ items: [{ index, ...(JSON.parse(message.toString()) as Omit<Item, 'index'>) }], paged: false }),
+        pageOf: () => {
+          throw new Error('no pages in this stream');
+        },
         keyOf: (item) => item.key,
         write: async (_claims, items) => {
           const name = items.map((item) => item.key).join('+');
@@ -230,5 +281,32 @@ describe('bulk streams write two chunks at once and still answer in stream order
     // Whatever came before the failing chunk, in order; nothing of it or after it, though later chunks may have been written.
     assert.deepEqual(answers, ['0:a', '1:b'].slice(0, answers.length));
     assert.ok(at('end', 'c') >= 0);
+  });
+});
+
+describe('bulkMessageItems: one item or a page, never both', () => {
+  const fields = { single: 'product', page: 'products', max: 3 };
+  const itemOf = (input: string | undefined, index: number) => `${index}:${input ?? '(unset)'}`;
+
+  it('reads a message without a page as its one item, set or not (the item check says what is missing)', () => {
+    assert.deepEqual(bulkMessageItems(fields, 'a', [], 7, itemOf), { items: ['7:a'], paged: false });
+    assert.deepEqual(bulkMessageItems(fields, undefined, [], 0, itemOf), { items: ['0:(unset)'], paged: false });
+  });
+
+  it('numbers a page from the stream position it starts at', () => {
+    assert.deepEqual(bulkMessageItems(fields, undefined, ['a', 'b', 'c'], 4, itemOf), { items: ['4:a', '5:b', '6:c'], paged: true });
+  });
+
+  it('refuses both fields at once and a page over the limit, naming each field', () => {
+    assert.throws(
+      () => bulkMessageItems(fields, 'a', ['b', 'c', 'd', 'e'], 0, itemOf),
+      (error: unknown) =>
+        error instanceof ValidationFailed &&
+        JSON.stringify(error.errors.map((e) => [e.field, e.code])) ===
+          JSON.stringify([
+            ['product', 'not_allowed'],
+            ['products', 'too_long'],
+          ]),
+    );
   });
 });

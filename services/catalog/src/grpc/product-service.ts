@@ -1,5 +1,6 @@
 import { create } from '@bufbuild/protobuf';
 import {
+  MAX_BULK_PAGE_ITEMS,
   BatchCreateProductsResponseSchema,
   ProductService,
   type BatchCreateProductsRequest,
@@ -10,6 +11,7 @@ import {
 import {
   assertDecoded,
   authenticateGrpcCall,
+  bulkMessageItems,
   bulkStreamHandler,
   endStreamWithError,
   grpcServiceDefinitionOf,
@@ -22,7 +24,7 @@ import {
 } from '@merx/kit';
 import { PRODUCT_STATUSES, type Product, type ProductStatus } from '../domain/product.js';
 import { BULK_CHUNK_SIZE, type BulkItem, type BulkProductUseCases } from '../usecases/bulk-products.js';
-import { encodedUpsertAnswerOf, restBodyOf, statusNameOf, wireResultOf, wireSizeBoundOf } from './product-wire.js';
+import { encodedUpsertAnswerOf, encodedUpsertPageOf, restBodyOf, statusNameOf, wireResultOf, wireSizeBoundOf } from './product-wire.js';
 import { encodeExportPage, encodeExportSingle, sizeProduct, type SizedProduct } from './product-encoding.js';
 import type { ProductFilters } from '../store/products-store.js';
 import { isCurrency } from '@merx/kit';
@@ -134,7 +136,12 @@ export function productGrpcService(products: BulkProductUseCases, verifier: Toke
     logger,
     chunkSize: BULK_CHUNK_SIZE,
     readAhead: READ_AHEAD,
-    itemOf: (message, index) => ({ index, body: restBodyOf(message.product) }),
+    itemsOf: (message, firstIndex) =>
+      bulkMessageItems({ single: 'product', page: 'products', max: MAX_BULK_PAGE_ITEMS }, message.product, message.products, firstIndex, (input, index) => ({
+        index,
+        body: restBodyOf(input),
+      })),
+    pageOf: encodedUpsertPageOf,
     keyOf: (item) => (typeof item.body.sku === 'string' ? item.body.sku : undefined),
     write: async (claims, items) => (await products.upsertProducts(claims.merchantId, items)).map(encodedUpsertAnswerOf),
   });

@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
-import { create, toBinary } from '@bufbuild/protobuf';
-import { ExportProductsResponseSchema, ProductInputSchema, ProductResult_Outcome, ProductStatus } from '@merx/contracts/grpc';
+import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
+import { ExportProductsResponseSchema, ProductInputSchema, ProductResult_Outcome, ProductStatus, UpsertProductsResponseSchema } from '@merx/contracts/grpc';
 import { ValidationFailed } from '@merx/kit';
 import { validateNewProduct, type Product } from '../domain/product.js';
 import { storedProduct } from '../../test/stored-product.js';
+import type { BulkOutcome } from '../usecases/bulk-products.js';
 import { sizeProduct } from './product-encoding.js';
-import { restBodyOf, wireProductOf, wireResultOf, wireSizeBoundOf } from './product-wire.js';
+import { encodedUpsertAnswerOf, encodedUpsertPageOf, restBodyOf, wireProductOf, wireResultOf, wireSizeBoundOf } from './product-wire.js';
 
 describe('ProductService messages as REST bodies', () => {
   it('reads empty strings as absent fields, so the REST checks say which are required', () => {
@@ -72,5 +73,36 @@ describe('ProductService messages as REST bodies', () => {
       assert.ok(bound >= added, `${bound} bytes bound ${added} encoded ones`);
       assert.ok(bound <= added + 1_000, `${bound} bytes is a loose bound of ${added}`);
     }
+  });
+});
+
+describe('the answer to a page of upserted products', () => {
+  it('holds, as `results`, exactly the results each item would have had alone, written or failed, in order', () => {
+    const outcomes: BulkOutcome[] = [
+      { index: 7, sku: 'A-1', outcome: 'created', product: storedProduct },
+      {
+        index: 8,
+        sku: 'B-1',
+        outcome: 'failed',
+        problem: {
+          code: 'validation_failed',
+          detail: 'price: must be a decimal string',
+          errors: [{ field: 'price', code: 'invalid_decimal', message: 'must be a decimal string' }],
+        },
+      },
+      { index: 9, sku: storedProduct.sku, outcome: 'updated', product: { ...storedProduct, version: 2 } },
+    ];
+    const alone = outcomes.map((outcome) => fromBinary(UpsertProductsResponseSchema, encodedUpsertAnswerOf(outcome)).result!);
+    const page = fromBinary(UpsertProductsResponseSchema, encodedUpsertPageOf(outcomes.map(encodedUpsertAnswerOf)));
+    assert.equal(page.result, undefined);
+    assert.deepEqual(page.results, alone);
+    assert.deepEqual(
+      page.results.map((result) => [result.index, result.outcome]),
+      [
+        [7, ProductResult_Outcome.CREATED],
+        [8, ProductResult_Outcome.FAILED],
+        [9, ProductResult_Outcome.UPDATED],
+      ],
+    );
   });
 });

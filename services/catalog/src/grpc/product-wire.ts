@@ -102,3 +102,25 @@ export function encodedUpsertAnswerOf(outcome: BulkOutcome): Uint8Array {
   if (outcome.outcome === 'failed') return toBinary(UpsertProductsResponseSchema, create(UpsertProductsResponseSchema, { result: wireResultOf(outcome) }));
   return encodeProductResultResponse(outcome.index, outcome.sku, OUTCOMES[outcome.outcome], sizeProduct(outcome.product));
 }
+
+/** The first byte of an answer to one product: UpsertProductsResponse.result, field 1, length-delimited. */
+const RESULT_TAG = (1 << 3) | 2;
+/** UpsertProductsResponse.results, field 2, length-delimited. */
+const RESULTS_TAG = (2 << 3) | 2;
+
+/**
+ * The answer to a page of products, from the answers its items would have had alone. Each of
+ * those is `result` (field 1) and nothing else, and `results` (field 2) holds the same
+ * ProductResult bytes under tag 2: so the page is the answers end to end, each with its first
+ * byte retagged, and no product is encoded twice.
+ */
+export function encodedUpsertPageOf(answers: Uint8Array[]): Uint8Array {
+  const page = Buffer.concat(answers);
+  let at = 0;
+  for (const answer of answers) {
+    if (answer[0] !== RESULT_TAG) throw new Error('an upsert answer must be a lone result field');
+    page[at] = RESULTS_TAG;
+    at += answer.length;
+  }
+  return page;
+}

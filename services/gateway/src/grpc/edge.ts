@@ -2,7 +2,7 @@ import { toBinary, type DescFile } from '@bufbuild/protobuf';
 import { FileDescriptorProtoSchema } from '@bufbuild/protobuf/wkt';
 import { ReflectionService } from '@grpc/reflection';
 import { HealthImplementation } from 'grpc-health-check';
-import { grpcBulkMethods, grpcFiles, grpcMethodScopes, grpcPathOf, grpcServices, type GrpcOwner } from '@merx/contracts/grpc';
+import { bulkItemsInMessage, grpcBulkMethods, grpcFiles, grpcMethodScopes, grpcPathOf, grpcServices, type GrpcOwner } from '@merx/contracts/grpc';
 import {
   authenticateGrpcCall,
   grpc,
@@ -193,8 +193,10 @@ export async function startGrpcEdge(deps: GrpcEdgeDeps): Promise<RunningGrpcEdge
               };
               call.on('data', (bytes: Buffer) => {
                 if (!pace) return forward(bytes);
+                // A page counts as the items it carries: read off its tags, the message itself goes on as it came.
+                const items = bulkItemsInMessage(path, bytes);
                 if (queued === 0) {
-                  const wait = pace.take();
+                  const wait = pace.take(items);
                   if (!wait) return forward(bytes);
                   // Backpressure before refusal: stop reading until the bulk class has room again.
                   call.pause();
@@ -206,7 +208,7 @@ export async function startGrpcEdge(deps: GrpcEdgeDeps): Promise<RunningGrpcEdge
                   );
                 }
                 enqueue(async () => {
-                  await pace.take();
+                  await pace.take(items);
                   forward(bytes);
                 });
               });

@@ -75,8 +75,11 @@ export interface Throttle {
 }
 
 export interface BulkPacer {
-  /** Undefined when the item may go at once; otherwise resolves when it may, or rejects with RateLimited after the longest wait. */
-  take(): Promise<void> | undefined;
+  /**
+   * Undefined when `items` (1 unless a message carries a page) may go at once; otherwise resolves
+   * when they may, or rejects with RateLimited once a lot has waited the longest wait.
+   */
+  take(items?: number): Promise<void> | undefined;
 }
 
 /**
@@ -200,7 +203,7 @@ export async function createThrottle(deps: ThrottleDeps): Promise<Throttle> {
         for (;;) {
           const decision = await store.consume({ subject: `m:${merchantId}`, specs: [spec] });
           if (decision.allowed) {
-            allowance = lot - 1;
+            allowance += lot;
             return;
           }
           const waitMs = Math.max(5, Math.ceil(1000 / spec.b));
@@ -209,12 +212,16 @@ export async function createThrottle(deps: ThrottleDeps): Promise<Throttle> {
         }
       };
       return {
-        take() {
-          if (allowance > 0) {
-            allowance -= 1;
+        take(items = 1) {
+          if (allowance >= items) {
+            allowance -= items;
             return undefined;
           }
-          return waitForLot();
+          // A page may need several lots: each is taken (and waited for) in turn.
+          return (async () => {
+            while (allowance < items) await waitForLot();
+            allowance -= items;
+          })();
         },
       };
     },

@@ -2,14 +2,25 @@ import { create } from '@bufbuild/protobuf';
 import { timestampDate } from '@bufbuild/protobuf/wkt';
 import { MAX_RECORDS_PER_BATCH } from '@merx/contracts';
 import {
+  MAX_BULK_PAGE_ITEMS,
   IngestRecordsResponse_Status,
   IngestRecordsResponseSchema,
   RecordService,
   RecordType,
   type IngestRecordsRequest,
   type IngestRecordsResponse,
+  type RecordInput,
 } from '@merx/contracts/grpc';
-import { bulkStreamHandler, grpcServiceDefinitionOf, MerxError, type grpc, type Logger, type MerchantId, type TokenVerifier } from '@merx/kit';
+import {
+  bulkMessageItems,
+  bulkStreamHandler,
+  grpcServiceDefinitionOf,
+  MerxError,
+  type grpc,
+  type Logger,
+  type MerchantId,
+  type TokenVerifier,
+} from '@merx/kit';
 import type { RecordOutcome, RecordUseCases } from '../usecases/records.js';
 
 const TYPE_NAMES: Record<number, string> = {
@@ -33,9 +44,8 @@ interface StreamedRecord {
   externalId: string;
 }
 
-/** A record message as the REST record it stands for; empty strings and unset fields are absent, so their checks say `required`. */
-function streamedRecordOf(message: IngestRecordsRequest, index: number): StreamedRecord {
-  const record = message.record;
+/** A record of a message as the REST record it stands for; empty strings and unset fields are absent, so their checks say `required`. */
+function streamedRecordOf(sourceId: string, record: RecordInput | undefined, index: number): StreamedRecord {
   const body: Record<string, unknown> = {};
   if (record) {
     // An enum number the contract does not name is refused by the record's own type check.
@@ -44,7 +54,7 @@ function streamedRecordOf(message: IngestRecordsRequest, index: number): Streame
     if (record.occurTime) body.occurred_at = timestampDate(record.occurTime).toISOString();
     if (record.data) body.data = record.data;
   }
-  return { index, sourceId: message.sourceId, body, externalId: record?.externalId ?? '' };
+  return { index, sourceId, body, externalId: record?.externalId ?? '' };
 }
 
 /** Consecutive records of one source, at most a REST batch each: the stream keeps its order. */
@@ -99,7 +109,11 @@ export function recordGrpcService(records: RecordUseCases, verifier: TokenVerifi
     logger,
     chunkSize: MAX_RECORDS_PER_BATCH,
     readAhead: 2 * MAX_RECORDS_PER_BATCH,
-    itemOf: streamedRecordOf,
+    itemsOf: (message, firstIndex) =>
+      bulkMessageItems({ single: 'record', page: 'records', max: MAX_BULK_PAGE_ITEMS }, message.record, message.records, firstIndex, (record, index) =>
+        streamedRecordOf(message.sourceId, record, index),
+      ),
+    pageOf: (acks) => create(IngestRecordsResponseSchema, { acks }),
     // Records are once per (source, type, external id): the same record twice is answered in stream order.
     keyOf: (record) => (record.externalId === '' ? undefined : `${record.sourceId}\u0000${String(record.body.type)}\u0000${record.externalId}`),
     async write(claims, items) {
