@@ -50,6 +50,7 @@ export type {
   RecordAck,
   StreamedEvent,
   UpsertOptions,
+  BulkWriteOptions,
 } from './grpc/types.js';
 export type * from './generated/types.js';
 export { WEBHOOK_TOPICS } from './generated/types.js';

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import Merx, {
   AuthenticationError,
   ConnectionError,
+  MerxError,
   PermissionDeniedError,
   UnprocessableEntityError,
   type BulkProductInput,
@@ -113,6 +114,27 @@ describe('gRPC helpers against the real gRPC port, over the REST token', functio
       assert.equal(failed.problem?.code, 'validation_failed');
       assert.deepEqual(failed.problem!.errors.map((error) => error.field).sort(), ['price', 'sku']);
       assert.equal((await merx.products.retrieve(results[0]!.product!.id)).price, '12.50');
+    });
+
+    it('sends what the iterable has ready in pages of pageSize, answering one result per item in order, and refuses a page size out of range', async () => {
+      // A merchant of its own: the exports below count the shared one's products.
+      const paged = new Merx({ apiKey: (await server.createMerchant()).apiKey, baseUrl: server.baseUrl, grpcUrl: server.grpcUrl });
+      after(() => paged.close());
+      const items = Array.from({ length: 1_203 }, (_, index) => product(`PAGED-${index}`));
+      const results: ProductResult[] = [];
+      for await (const result of paged.bulk.upsertProducts(items, { pageSize: 250, window: 1_000 })) results.push(result);
+      assert.deepEqual(
+        results.map((result) => [result.index, result.sku, result.outcome]),
+        items.map((item, index) => [index, item.sku, 'created']),
+      );
+      for (const pageSize of [0, 1_001, 2.5]) {
+        await assert.rejects(
+          (async () => {
+            for await (const result of paged.bulk.upsertProducts(items, { pageSize })) void result;
+          })(),
+          (error: unknown) => error instanceof MerxError && /pageSize must be a whole number of items from 1 to 1000/.test(error.message),
+        );
+      }
     });
 
     it('exports every product once, oldest first, as REST products, with the filters of list', async () => {
@@ -317,11 +339,16 @@ describe('gRPC helpers against the real gRPC port, over the REST token', functio
         const source = await merx.sources.create({ name: 'Shop', kind: 'storefront' });
         const occurred_at = new Date().toISOString();
         const acks = [];
-        for await (const ack of merx.sources.records.ingest(source.id, [
-          { type: 'order', external_id: 'ord-1', occurred_at, data: { total: 129.9, currency: 'EUR' } },
-          { type: 'order', external_id: 'ord-1', occurred_at, data: { total: 129.9, currency: 'EUR' } },
-          { type: 'order', external_id: 'ord-2', occurred_at, data: { total: 'lots' as unknown as number } }, // what a sloppy source sends
-        ])) {
+        // Ready at once, the three go as one page; pageSize 2 makes them a page and a lone record.
+        for await (const ack of merx.sources.records.ingest(
+          source.id,
+          [
+            { type: 'order', external_id: 'ord-1', occurred_at, data: { total: 129.9, currency: 'EUR' } },
+            { type: 'order', external_id: 'ord-1', occurred_at, data: { total: 129.9, currency: 'EUR' } },
+            { type: 'order', external_id: 'ord-2', occurred_at, data: { total: 'lots' as unknown as number } }, // what a sloppy source sends
+          ],
+          { pageSize: 2 },
+        )) {
           acks.push(ack);
         }
         assert.deepEqual(

@@ -9,7 +9,17 @@ import type { Requestor } from '../core/requestor.js';
 import type { Product, RecordInput } from '../generated/types.js';
 import type { GrpcConnection } from './connection.js';
 import type { GrpcRuntime } from './runtime.js';
-import type { BulkProductInput, EventStreamParams, ExportFilters, GrpcCallOptions, ProductResult, RecordAck, StreamedEvent, UpsertOptions } from './types.js';
+import type {
+  BulkProductInput,
+  BulkWriteOptions,
+  EventStreamParams,
+  ExportFilters,
+  GrpcCallOptions,
+  ProductResult,
+  RecordAck,
+  StreamedEvent,
+  UpsertOptions,
+} from './types.js';
 
 /** Items for a streaming call: an array, a generator, a Node stream in object mode, ... */
 export type ItemSource<T> = AsyncIterable<T> | Iterable<T>;
@@ -89,7 +99,7 @@ export abstract class RecordIngestion extends APIResource {
    * acknowledgement per record, in order (`accepted`, `duplicate` with the first one's id, or
    * `rejected` with the REST problem).
    */
-  ingest(sourceId: string, records: ItemSource<RecordInput>, options: GrpcCallOptions = {}): AsyncIterable<RecordAck> {
+  ingest(sourceId: string, records: ItemSource<RecordInput>, options: BulkWriteOptions = {}): AsyncIterable<RecordAck> {
     const connection = connectionOf(this.requestor);
     return deferred(connection, (runtime) => runtime.ingestRecords(sourceId, records, options));
   }

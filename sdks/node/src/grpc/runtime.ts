@@ -23,6 +23,7 @@ import {
 } from '../proto/merx/v1/products_pb.js';
 import { IngestRecordsResponse_Status, RecordService, RecordType, type IngestRecordsResponse } from '../proto/merx/v1/records_pb.js';
 import type { GrpcConnection } from './connection.js';
+import { PageReader } from './page-reader.js';
 import type {
   BulkProductInput,
   EventStreamParams,
@@ -33,9 +34,16 @@ import type {
   RecordAck,
   StreamedEvent,
   UpsertOptions,
+  BulkWriteOptions,
 } from './types.js';
 
 const DEFAULT_WINDOW = 1_000;
+/**
+ * Items per UpsertProducts and IngestRecords message, at most, unless the caller says otherwise:
+ * as with export pages, framing a message per item is most of a bulk write's cost at the edge.
+ */
+export const DEFAULT_WRITE_PAGE_SIZE = 500;
+const MAX_WRITE_PAGE_SIZE = 1_000;
 /**
  * Products per message of an export unless the caller says otherwise: large enough that framing a
  * message costs little per product (export runs several times faster than one per message), small
@@ -110,8 +118,11 @@ export class GrpcRuntime {
     const method = ProductService.method.upsertProducts;
     const window = options.window ?? DEFAULT_WINDOW;
     if (!Number.isInteger(window) || window < 1) throw new MerxError('window must be a whole number of items, 1 or more');
-    const items = iteratorOf(source);
-    const unanswered: Array<MessageShape<typeof method.input>> = [];
+    const pageSize = writePageSizeOf(options);
+    const items = new PageReader(iteratorOf(source));
+    /** Messages sent and not yet answered, with how many items each carries. */
+    const unanswered: Array<{ message: MessageShape<typeof method.input>; items: number }> = [];
+    let unansweredItems = 0;
     let sourceDone = false;
     let answered = 0;
     let refreshedToken = false;
@@ -126,19 +137,21 @@ export class GrpcRuntime {
         // The writer sends what the last call left unanswered, then reads the iterable as answers free room.
         const writer = (async () => {
           const ended = closed(call);
-          for (const message of [...unanswered]) if (!call.write(message)) await Promise.race([drained(call), ended]);
+          for (const { message } of [...unanswered]) if (!call.write(message)) await Promise.race([drained(call), ended]);
           while (!sourceDone && !ended.settled) {
-            if (unanswered.length >= window) {
+            if (unansweredItems >= window) {
               await Promise.race([space.wait(), ended]);
               continue;
             }
-            const next = await items.next();
-            if (next.done) {
+            const page = (await items.page(Math.min(pageSize, window - unansweredItems))).map(productInputOf);
+            if (page.length === 0) {
               sourceDone = true;
               break;
             }
-            const message = create(method.input, { product: productInputOf(next.value) });
-            unanswered.push(message);
+            // One item goes as `product`, as every server takes it; more go as a page.
+            const message = create(method.input, page.length === 1 ? { product: page[0]! } : { products: page });
+            unanswered.push({ message, items: page.length });
+            unansweredItems += page.length;
             if (ended.settled) break; // sent by the next call
             if (!call.write(message)) await Promise.race([drained(call), ended]);
           }
@@ -156,11 +169,12 @@ export class GrpcRuntime {
         };
         try {
           for await (const answer of answersOf(call)) {
-            unanswered.shift();
+            const sent = unanswered.shift();
+            unansweredItems -= sent?.items ?? 0;
             answeredHere += 1;
             space.fire();
             space = signal();
-            yield productResultOf(answer.result!, answered++);
+            for (const result of answer.result ? [answer.result] : answer.results) yield productResultOf(result, answered++);
           }
           await writer;
           return;
@@ -183,30 +197,37 @@ export class GrpcRuntime {
         }
       }
     } finally {
-      if (!sourceDone) await items.return?.();
+      if (!sourceDone) await items.return();
     }
   }
 
   // ---- RecordService --------------------------------------------------------------------------
 
-  async *ingestRecords(sourceId: string, source: Source<RecordInput>, options: UpsertOptions): AsyncGenerator<RecordAck> {
+  async *ingestRecords(sourceId: string, source: Source<RecordInput>, options: BulkWriteOptions): AsyncGenerator<RecordAck> {
     const method = RecordService.method.ingestRecords;
-    const requests = mapAsync(toAsync(source), (record) => create(method.input, { sourceId, record: recordInputOf(record) }));
+    const pageSize = writePageSizeOf(options);
+    const records = new PageReader(iteratorOf(source));
     const token = await this.connection.settings.tokens.get();
     const call = this.client.makeBidiStreamRequest(pathOf(method), serializer(method.input), deserializer(method.output), bearer(token), {});
     const cancel = () => call.cancel();
     options.signal?.addEventListener('abort', cancel, { once: true });
     const writer = (async () => {
       const ended = closed(call);
-      for await (const message of requests) {
-        if (ended.settled) return;
-        if (!call.write(message)) await Promise.race([drained(call), ended]);
+      try {
+        for (;;) {
+          const page = (await records.page(pageSize)).map(recordInputOf);
+          if (page.length === 0 || ended.settled) break;
+          const message = create(method.input, page.length === 1 ? { sourceId, record: page[0]! } : { sourceId, records: page });
+          if (!call.write(message)) await Promise.race([drained(call), ended]);
+        }
+      } finally {
+        await records.return();
       }
       if (!ended.settled) call.end();
     })();
     writer.catch(() => call.cancel());
     try {
-      for await (const ack of answersOf(call)) yield recordAckOf(ack);
+      for await (const answer of answersOf(call)) for (const ack of answer.acks.length > 0 ? answer.acks : [answer]) yield recordAckOf(ack);
       await writer;
     } catch (error) {
       await writer;
@@ -589,6 +610,14 @@ function bearer(token: string): grpc.Metadata {
   return metadata;
 }
 
+/** Items per message of a bulk write (`pageSize`), checked: 1 to the server's 1,000. */
+function writePageSizeOf(options: BulkWriteOptions): number {
+  const pageSize = options.pageSize ?? DEFAULT_WRITE_PAGE_SIZE;
+  if (!Number.isInteger(pageSize) || pageSize < 1 || pageSize > MAX_WRITE_PAGE_SIZE)
+    throw new MerxError(`pageSize must be a whole number of items from 1 to ${MAX_WRITE_PAGE_SIZE}`);
+  return pageSize;
+}
+
 function iteratorOf<T>(source: Source<T>): AsyncIterator<T> {
   return toAsync(source)[Symbol.asyncIterator]();
 }
@@ -601,10 +630,6 @@ function toAsync<T>(source: Source<T>): AsyncIterable<T> {
     })();
   }
   throw new MerxError('expected an iterable or async iterable of items');
-}
-
-async function* mapAsync<T, U>(source: AsyncIterable<T>, map: (item: T) => U): AsyncGenerator<U> {
-  for await (const item of source) yield map(item);
 }
 
 async function* flatMapAsync<T, U>(source: AsyncIterable<T>, map: (item: T) => U[]): AsyncGenerator<U> {

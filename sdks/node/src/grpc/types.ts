@@ -29,7 +29,17 @@ export interface GrpcCallOptions {
   signal?: AbortSignal | undefined;
 }
 
-export interface UpsertOptions extends GrpcCallOptions {
+/** Options of a bulk write over gRPC (`bulk.upsertProducts`, `records.ingest`). */
+export interface BulkWriteOptions extends GrpcCallOptions {
+  /**
+   * Items per message, at most (500 by default, 1 to 1,000). Items the iterable has ready at once
+   * go together in one message (a page), answered together; one that comes alone goes alone. The
+   * results are the same either way, one per item in order.
+   */
+  pageSize?: number | undefined;
+}
+
+export interface UpsertOptions extends BulkWriteOptions {
   /**
    * Items sent and not yet answered, at most (1,000 by default). The iterable is read no faster
    * than that, so a producer of millions of items holds only this many in memory.
