@@ -78,8 +78,11 @@ const CSV_COLUMNS = [
   'updated_at',
 ];
 
+/** Lines per UpsertProducts message: one page each (the server takes up to 1,000). */
+const IMPORT_PAGE_SIZE = 500;
+
 /**
- * Sends `lines` (those that parsed) over one UpsertProducts stream, writing only as fast as the
+ * Sends `lines` (those that parsed) over one UpsertProducts stream, in pages, writing only as fast as the
  * server reads (it holds back a merchant over its bulk rate), and hands each result to `onResult`.
  * Returns how many items were answered, so a dropped stream resumes after them.
  */
@@ -92,24 +95,27 @@ async function upsertStream(
   const products = clients.client(ProductService);
   let answered = 0;
   await clients.withToken(async (metadata) => {
-    const call = products.UpsertProducts(metadata) as grpc.ClientDuplexStream<unknown, { result?: ProductResult }>;
+    const call = products.UpsertProducts(metadata) as grpc.ClientDuplexStream<unknown, { result?: ProductResult; results: ProductResult[] }>;
     const abort = () => call.cancel();
     signal.addEventListener('abort', abort, { once: true });
     const finished = new Promise<void>((resolve, reject) => {
-      call.on('data', (message: { result?: ProductResult }) => {
-        const item = items[answered];
-        answered += 1;
-        if (message.result && item) onResult(message.result, item);
+      call.on('data', (message: { result?: ProductResult; results: ProductResult[] }) => {
+        for (const result of message.result ? [message.result] : message.results) {
+          const item = items[answered];
+          answered += 1;
+          if (item) onResult(result, item);
+        }
       });
       call.on('error', (error: grpc.ServiceError) => reject(grpcErrorOf(error)));
       call.on('end', () => resolve());
     });
     finished.catch(() => undefined);
     try {
-      for (const item of items) {
-        if (!('input' in item)) continue;
+      const inputs = items.flatMap((item) => ('input' in item ? [item.input] : []));
+      // Pages of IMPORT_PAGE_SIZE lines per message: framing a message per line was most of an import's cost.
+      for (let first = 0; first < inputs.length; first += IMPORT_PAGE_SIZE) {
         if (signal.aborted) break;
-        if (!call.write(create(UpsertProductsRequestSchema, { product: item.input }))) {
+        if (!call.write(create(UpsertProductsRequestSchema, { products: inputs.slice(first, first + IMPORT_PAGE_SIZE) }))) {
           await Promise.race([once(call, 'drain'), finished]);
         }
       }
