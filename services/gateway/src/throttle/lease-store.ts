@@ -47,19 +47,25 @@ export interface LeaseOptions {
 /** The classes whose requests come often enough for a lease to pay. */
 const LEASED_CLASSES: ReadonlySet<string> = new Set(['burst', 'sustained', 'writes']);
 
-type Outcome = { decision: Decision } | { error: unknown };
+/**
+ * What a charge came to: for the request that made it, its decision; for a top-up, none (the
+ * units are in the lease). Never a rejection, so nobody has to be waiting for it.
+ */
+type Outcome = { decision: Decision | undefined } | { error: unknown };
 
 interface Lease {
   /** The request that opened it: the merchant and classes a give-back returns units to. */
   readonly request: ConsumeRequest;
   /** Taken from Redis and not spent yet. */
   units: number;
-  /** Redis's state when they were taken, without them; its clock then (ms), and ours. */
+  /** Redis's state when the last units were taken, without them; its clock then (ms), and ours. */
   classes: ClassState[];
   takenAt: number;
   obtainedAt: number;
   /** What Redis last said a lease could have; below 2 each request is charged on its own. */
   room: number;
+  /** Units left when the next are asked for, so that requests rarely wait for Redis. */
+  lowWater: number;
   /** Requests since the last charge began, and when it began: the rate that sizes the next lease. */
   arrivals: number;
   chargedAt: number | undefined;
@@ -90,22 +96,30 @@ export class LeasedLimiterStore implements RemoteLimiterStore {
       return this.redis.consume(request);
     }
     const lease = this.leaseFor(request);
+    let now = Date.now();
     lease.arrivals += 1;
-    lease.lastUsedAt = Date.now();
+    lease.lastUsedAt = now;
     for (;;) {
       if (lease.units > 0) {
-        if (Date.now() - lease.obtainedAt < this.lifeMs) {
+        if (now - lease.obtainedAt < this.lifeMs) {
           lease.units -= 1;
+          if (lease.units <= lease.lowWater && !lease.filling) this.topUp(lease, request, now);
           return spent(lease);
         }
         void this.giveBack(lease);
       }
-      if (!lease.filling) return this.charge(lease, request);
+      if (!lease.filling) {
+        const outcome = await this.charge(lease, request, this.wantOf(lease, now), now, true);
+        if ('error' in outcome) throw outcome.error;
+        return outcome.decision!;
+      }
       lease.waiting += 1;
       const outcome = await lease.filling;
       lease.waiting -= 1;
+      now = Date.now();
       if ('error' in outcome) throw outcome.error;
-      if (!outcome.decision.allowed) return outcome.decision;
+      // Refused when these requests came: they are too. (A top-up that was refused leaves them to ask.)
+      if (outcome.decision && !outcome.decision.allowed) return outcome.decision;
     }
   }
 
@@ -120,6 +134,7 @@ export class LeasedLimiterStore implements RemoteLimiterStore {
         takenAt: 0,
         obtainedAt: 0,
         room: 0,
+        lowWater: 0,
         arrivals: 0,
         chargedAt: undefined,
         lastUsedAt: 0,
@@ -131,17 +146,25 @@ export class LeasedLimiterStore implements RemoteLimiterStore {
     return lease;
   }
 
-  /** One script for this request and, when the rate asks for it, the lease's next units. */
-  private async charge(lease: Lease, request: ConsumeRequest): Promise<Decision> {
-    const now = Date.now();
-    const want = this.wantOf(lease, now);
+  /** Asks for the next units while some are left, never holding more than `maxLease`. */
+  private topUp(lease: Lease, request: ConsumeRequest, now: number): void {
+    const want = Math.min(this.wantOf(lease, now), this.options.maxLease - lease.units);
+    if (want >= 2) void this.charge(lease, request, want, now, false);
+  }
+
+  /**
+   * One script: for a request that found the lease empty (`own`), its unit and, when the rate asks
+   * for it, the lease's next units; for a top-up, units for the lease only. Others wait for a
+   * charge of several units rather than each going to Redis.
+   */
+  private charge(lease: Lease, request: ConsumeRequest, want: number, now: number, own: boolean): Promise<Outcome> {
     lease.arrivals = 0;
     lease.chargedAt = now;
     // Settled before anyone waiting resumes: the units are in the lease when they look.
     const charging = this.redis.take(request, want).then(
       (take): Outcome => {
         if (lease.filling === charging) lease.filling = undefined;
-        return { decision: this.settle(lease, take) };
+        return { decision: this.settle(lease, take, own) };
       },
       (error: unknown): Outcome => {
         if (lease.filling === charging) lease.filling = undefined;
@@ -149,9 +172,7 @@ export class LeasedLimiterStore implements RemoteLimiterStore {
       },
     );
     if (want > 1) lease.filling = charging;
-    const outcome = await charging;
-    if ('error' in outcome) throw outcome.error;
-    return outcome.decision;
+    return charging;
   }
 
   private wantOf(lease: Lease, now: number): number {
@@ -160,15 +181,19 @@ export class LeasedLimiterStore implements RemoteLimiterStore {
     return Math.max(1, Math.min(this.options.maxLease, lease.room, Math.max(byRate, lease.waiting + 1)));
   }
 
-  /** The requester's decision; units beyond its own go into the lease. */
-  private settle(lease: Lease, take: Take): Decision {
+  /** Units beyond the charging request's own go into the lease; the request's decision, if it has one. */
+  private settle(lease: Lease, take: Take, own: boolean): Decision | undefined {
     lease.room = take.room;
-    if (take.granted < 2) return take.decision;
-    lease.units = take.granted - 1;
-    lease.classes = take.decision.classes;
-    lease.takenAt = take.at;
-    lease.obtainedAt = Date.now();
-    return spent(lease);
+    const pooled = own ? take.granted - 1 : take.granted;
+    if (pooled > 0) {
+      lease.units += pooled;
+      lease.lowWater = Math.floor(take.granted / 4);
+      lease.classes = take.decision.classes;
+      lease.takenAt = take.at;
+      lease.obtainedAt = Date.now();
+    }
+    if (!own) return undefined;
+    return pooled > 0 ? spent(lease) : take.decision;
   }
 
   private async giveBack(lease: Lease): Promise<void> {
