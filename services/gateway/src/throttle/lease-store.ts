@@ -17,22 +17,24 @@ import type { ConsumeRequest, RemoteLimiterStore } from './store.js';
  *   sixteenth of what the emptiest class has left: below 32 left, and for any limit below 32,
  *   every request is charged in Redis on its own, exactly as without leases. A merchant seen
  *   rarely is also charged per request (its rate asks for one unit).
- * - While a lease is being taken, the merchant's other requests wait for it instead of each going
- *   to Redis; a refusal answers all of them.
- * - Units unspent after `lifeMs` go back to Redis (a bucket gets them back, a window's count
- *   drops), as do a merchant's units when an override for it arrives and every unit at shutdown.
+ * - The next units are asked for while a quarter of a lease is left, so requests rarely wait;
+ *   those that find it empty wait for the charge under way instead of each going to Redis, and a
+ *   refusal answers all of them.
+ * - Units unspent `lifeMs` after the last were taken go back to Redis (a bucket gets them back, a
+ *   window's count drops), as do a merchant's units when an override for it arrives and every
+ *   unit at shutdown.
  *
- * What it trades, all bounded by the units a replica holds (at most min(maxLease, left / 16)
- * per merchant and set of classes):
+ * What it trades, all bounded by the units a replica holds: at most `maxLease` per merchant and
+ * set of classes, each take at most a sixteenth of what its emptiest class had left.
  * - Units are taken before they are spent, so the replicas together never spend more than Redis
- *   granted; but a unit may be spent up to `lifeMs` after it was taken, so within any span of time
- *   the requests let through can exceed a class's limit by the units held when it began.
+ *   granted; but a unit is spent after it was taken, so within any span of time the requests let
+ *   through can exceed a class's limit by the units held when it began.
  * - Units one replica holds are not another's until spent or returned: near the limit leases
  *   shrink to nothing, so this matters only while a class has 32 or more left.
- * - A request served from a lease reports Redis's count at the lease plus the units still held
- *   (exact on one replica, without the refill since the lease), and an override reaches a
- *   replica holding a lease when the lease is spent or at most `lifeMs` later (at once on the
- *   replica that took the event).
+ * - A request served from a lease reports Redis's count at the last take plus the units still
+ *   held (exact on one replica, without the refill since), and an override reaches a replica
+ *   holding a lease when the lease is spent or at most `lifeMs` later (at once on the replica
+ *   that took the event).
  */
 export interface LeaseOptions {
   logger: Logger;
