@@ -26,7 +26,7 @@ export interface LimiterBenchDeps {
 /**
  * The limiter's cost: the same GET through the gateway with every class counting (limits so
  * high they never refuse) and with MERX_THROTTLE=off, each on a fresh start of the mode.
- * Distributed: the gateway counts in Redis (one script per request); embedded: in memory.
+ * Distributed: the gateway counts in Redis (one script per lease of units: lease-store.ts); embedded: in memory.
  */
 export async function benchLimiter(name: 'embedded' | 'distributed', results: Measurement[], deps: LimiterBenchDeps): Promise<string> {
   const measurements: Partial<Record<'on' | 'off', Measurement>> = {};

@@ -15,6 +15,8 @@ export interface ThrottleSettings {
   keyPrefix: string;
   /** How many gateway replicas share a budget; sizes the local fallback while Redis is away. */
   expectedReplicas: number;
+  /** The most units a replica takes from Redis at once for one merchant (lease-store.ts); 1: every request is charged in Redis. */
+  maxLease: number;
   /** Items per second of the bulk class (gRPC streams), per plan. */
   bulk: Record<Plan, number>;
   /** How long a stream waits for the bulk class (reading paused) before it is refused with RESOURCE_EXHAUSTED. */
@@ -53,7 +55,7 @@ export function mergePlans(patch: z.infer<typeof plansPatch> | undefined): Recor
  * MERX_THROTTLE=on|off, MERX_THROTTLE_PLANS (JSON, e.g. {"standard":{"burst":{"capacity":200}}}),
  * MERX_THROTTLE_DEFAULT_PLAN, MERX_THROTTLE_TOKEN_ENDPOINT (JSON {"limit":10,"window_seconds":60}),
  * MERX_THROTTLE_BULK (JSON items per second per plan, e.g. {"sandbox":1000}), MERX_THROTTLE_BULK_MAX_WAIT_MS,
- * MERX_THROTTLE_REPLICAS, REDIS_URL, and MERX_DEPLOYMENT for the Redis key prefix. Throws one message naming the bad variable.
+ * MERX_THROTTLE_REPLICAS, MERX_THROTTLE_MAX_LEASE, REDIS_URL, and MERX_DEPLOYMENT for the Redis key prefix. Throws one message naming the bad variable.
  */
 export function throttleSettingsFromEnv(env: Record<string, string | undefined> = process.env): ThrottleSettings {
   const switchValue = (env.MERX_THROTTLE ?? 'on').toLowerCase();
@@ -62,6 +64,8 @@ export function throttleSettingsFromEnv(env: Record<string, string | undefined> 
   if (!(PLANS as readonly string[]).includes(defaultPlan)) throw new Error('MERX_THROTTLE_DEFAULT_PLAN must be sandbox, standard or scale');
   const replicas = Number(env.MERX_THROTTLE_REPLICAS ?? 2);
   if (!Number.isInteger(replicas) || replicas < 1) throw new Error('MERX_THROTTLE_REPLICAS must be a positive integer');
+  const maxLease = Number(env.MERX_THROTTLE_MAX_LEASE ?? 64);
+  if (!Number.isInteger(maxLease) || maxLease < 1 || maxLease > 1_000) throw new Error('MERX_THROTTLE_MAX_LEASE must be a whole number from 1 to 1000');
   const bulkMaxWait = Number(env.MERX_THROTTLE_BULK_MAX_WAIT_MS ?? 10_000);
   if (!Number.isInteger(bulkMaxWait) || bulkMaxWait < 0) throw new Error('MERX_THROTTLE_BULK_MAX_WAIT_MS must be a whole number of milliseconds');
   const deployment = deploymentField.safeParse(env.MERX_DEPLOYMENT);
@@ -74,6 +78,7 @@ export function throttleSettingsFromEnv(env: Record<string, string | undefined> 
     ...(env.REDIS_URL ? { redisUrl: env.REDIS_URL } : {}),
     keyPrefix: redisPrefixOf(deployment.data, 'rl'),
     expectedReplicas: replicas,
+    maxLease,
     bulk: { ...DEFAULT_BULK_ITEMS_PER_SECOND, ...jsonOf('MERX_THROTTLE_BULK', env.MERX_THROTTLE_BULK, bulkPatch) },
     bulkMaxWaitMs: bulkMaxWait,
   };

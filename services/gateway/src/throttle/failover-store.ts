@@ -2,8 +2,7 @@ import type { Logger } from '@merx/kit';
 import type { Decision } from './algorithms.js';
 import { MemoryLimiterStore } from './memory-store.js';
 import type { OverrideFields } from './policy.js';
-import type { RedisLimiterStore } from './redis-store.js';
-import type { ConsumeRequest, LimiterStore } from './store.js';
+import type { ConsumeRequest, LimiterStore, RemoteLimiterStore } from './store.js';
 
 export interface FailoverOptions {
   logger: Logger;
@@ -24,7 +23,7 @@ export class FailoverLimiterStore implements LimiterStore {
   private readonly probeIntervalMs: number;
 
   constructor(
-    private readonly primary: RedisLimiterStore,
+    private readonly primary: RemoteLimiterStore,
     private readonly options: FailoverOptions,
   ) {
     this.local = new MemoryLimiterStore({ share: 1 / Math.max(1, options.expectedReplicas) });

@@ -5,6 +5,7 @@ import pRetry from 'p-retry';
 import type { Decision } from './algorithms.js';
 import type { ThrottleSettings } from './config.js';
 import { FailoverLimiterStore } from './failover-store.js';
+import { LeasedLimiterStore } from './lease-store.js';
 import { MemoryLimiterStore } from './memory-store.js';
 import { classesFor, overrideFieldsOf, PLANS, specOf, type ClassSpec, type Plan, type ThrottleClass } from './policy.js';
 import { RedisLimiterStore } from './redis-store.js';
@@ -114,7 +115,8 @@ async function storeFor(deps: ThrottleDeps): Promise<LimiterStore> {
   const { settings, logger } = deps;
   if (!settings.redisUrl) return new MemoryLimiterStore();
   const redis = new RedisLimiterStore({ url: settings.redisUrl, keyPrefix: settings.keyPrefix, logger });
-  const store = new FailoverLimiterStore(redis, { logger, expectedReplicas: settings.expectedReplicas });
+  const leased = new LeasedLimiterStore(redis, { logger, maxLease: settings.maxLease });
+  const store = new FailoverLimiterStore(leased, { logger, expectedReplicas: settings.expectedReplicas });
   await store.start();
   return store;
 }

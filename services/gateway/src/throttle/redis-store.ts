@@ -8,10 +8,17 @@ import type { ConsumeRequest, LimiterStore } from './store.js';
  * Every class of a request in one script: one round trip, atomic across replicas, and nothing
  * is taken unless every class can give. Time comes from Redis (TIME), so replicas with skewed
  * clocks still agree. Same arithmetic as algorithms.ts.
+ *
+ * It takes up to `want` units at once (a lease, lease-store.ts), but never more than a
+ * sixteenth of what any class has left, so a class with fewer than 32 left, and any limit below
+ * 32, is charged one request at a time; `want` 1 is the plain per-request charge.
  * KEYS[1] the merchant's override hash, KEYS[2..] one state hash per class.
- * ARGV[1] '1' when the override applies, then name, kind (b|w), a, b per class.
+ * ARGV[1] '1' when the override applies, ARGV[2] want, then name, kind (b|w), a, b per class.
+ * Returns granted (0: refused), the refusing class's position, Retry-After seconds, room (what
+ * a lease could have had), Redis's time in ms, then quota, window, remaining (the granted units
+ * taken) and reset per class.
  */
-const CONSUME_LUA = `
+const TAKE_LUA = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local fields = {}
@@ -19,101 +26,133 @@ if ARGV[1] == '1' then
   local flat = redis.call('HGETALL', KEYS[1])
   for i = 1, #flat, 2 do fields[flat[i]] = tonumber(flat[i + 1]) end
 end
+local want = tonumber(ARGV[2])
 local n = #KEYS - 1
-local out = {1, 0, 0}
-local pending = {}
+local classes = {}
 local refused = 0
-local retryMs = 0
+local room = nil
+-- First what every class has left; then the grant; then each class charged with it.
 for i = 1, n do
-  local o = 2 + (i - 1) * 4
+  local o = 3 + (i - 1) * 4
   local name, kind = ARGV[o], ARGV[o + 1]
   local a, b = tonumber(ARGV[o + 2]), tonumber(ARGV[o + 3])
-  local key = KEYS[i + 1]
-  local q, w, r, reset, allowed, retry, ttl, state
+  local c = {kind = kind}
   if kind == 'b' then
-    a = fields[name .. '.capacity'] or a
-    b = fields[name .. '.refill_per_second'] or b
-    local s = redis.call('HMGET', key, 't', 'at')
-    local tokens = a
-    if s[1] then tokens = math.min(a, tonumber(s[1]) + math.max(0, now - tonumber(s[2])) * b / 1000) end
-    allowed = tokens >= 1
-    local after = tokens
-    if allowed then after = tokens - 1 end
+    c.a = fields[name .. '.capacity'] or a
+    c.b = fields[name .. '.refill_per_second'] or b
+    local s = redis.call('HMGET', KEYS[i + 1], 't', 'at')
+    c.tokens = c.a
+    if s[1] then c.tokens = math.min(c.a, tonumber(s[1]) + math.max(0, now - tonumber(s[2])) * c.b / 1000) end
+    c.left = c.tokens
+  else
+    c.a = fields[name .. '.limit'] or a
+    c.b = fields[name .. '.window_seconds'] or b
+    c.windowMs = c.b * 1000
+    c.index = math.floor(now / c.windowMs)
+    local s = redis.call('HMGET', KEYS[i + 1], 'i', 'c', 'p')
+    c.current, c.previous = 0, 0
+    local stored = tonumber(s[1])
+    if stored == c.index then
+      c.current = tonumber(s[2])
+      c.previous = tonumber(s[3])
+    elseif stored == c.index - 1 then
+      c.previous = tonumber(s[2])
+    end
+    c.elapsed = (now - c.index * c.windowMs) / c.windowMs
+    c.estimate = c.previous * (1 - c.elapsed) + c.current
+    c.left = c.a - c.estimate
+  end
+  c.allowed = c.left >= 1
+  if c.allowed then
+    local share = math.max(1, math.floor(c.left / 16))
+    if room == nil or share < room then room = share end
+  elseif refused == 0 then
+    refused = i
+  end
+  classes[i] = c
+end
+local granted = 0
+if refused == 0 then granted = math.min(want, room) else room = 0 end
+local out = {granted, refused, 0, room, now}
+local retryMs = 0
+for i = 1, n do
+  local c = classes[i]
+  -- A refused request takes nothing: classes that would have given report their untouched remainder.
+  local take = granted
+  if refused ~= 0 and c.allowed then take = 1 end
+  local a, b = c.a, c.b
+  local q, w, r, reset, ttl, state
+  if c.kind == 'b' then
+    local after = c.tokens - take
     q = a
     w = math.max(1, math.ceil(a / b))
     r = math.floor(after)
     reset = math.ceil((a - after) / b)
-    retry = 0
-    if not allowed then retry = (1 - tokens) * 1000 / b end
+    if i == refused then retryMs = (1 - c.tokens) * 1000 / b end
     ttl = math.ceil(a / b * 1000) + 1000
     state = {'t', tostring(after), 'at', tostring(now)}
   else
-    a = fields[name .. '.limit'] or a
-    b = fields[name .. '.window_seconds'] or b
-    local windowMs = b * 1000
-    local index = math.floor(now / windowMs)
-    local s = redis.call('HMGET', key, 'i', 'c', 'p')
-    local current, previous = 0, 0
-    local stored = tonumber(s[1])
-    if stored == index then
-      current = tonumber(s[2])
-      previous = tonumber(s[3])
-    elseif stored == index - 1 then
-      previous = tonumber(s[2])
-    end
-    local elapsed = (now - index * windowMs) / windowMs
-    local estimate = previous * (1 - elapsed) + current
-    allowed = estimate + 1 <= a
-    retry = 0
-    local used = current
-    if allowed then
-      used = current + 1
-    elseif current + 1 <= a then
-      retry = (1 - (a - 1 - current) / previous - elapsed) * windowMs
-    else
-      retry = (1 - elapsed) * windowMs + (1 - (a - 1) / current) * windowMs
+    local used = c.current + take
+    if i == refused then
+      if c.current + 1 <= a then
+        retryMs = (1 - (a - 1 - c.current) / c.previous - c.elapsed) * c.windowMs
+      else
+        retryMs = (1 - c.elapsed) * c.windowMs + (1 - (a - 1) / c.current) * c.windowMs
+      end
     end
     q = a
     w = b
-    local left = a - estimate
-    if allowed then left = left - 1 end
-    r = math.max(0, math.floor(left))
+    r = math.max(0, math.floor(a - c.estimate - take))
     -- When the quota is whole again (windowWholeAfterMs in algorithms.ts).
     if used > 0 then
-      reset = math.ceil(((index + 2) * windowMs - now) / 1000)
-    elseif previous > 0 then
-      reset = math.ceil(((index + 1) * windowMs - now) / 1000)
+      reset = math.ceil(((c.index + 2) * c.windowMs - now) / 1000)
+    elseif c.previous > 0 then
+      reset = math.ceil(((c.index + 1) * c.windowMs - now) / 1000)
     else
       reset = 0
     end
-    ttl = 2 * windowMs + 1000
-    state = {'i', tostring(index), 'c', tostring(used), 'p', tostring(previous)}
+    ttl = 2 * c.windowMs + 1000
+    state = {'i', tostring(c.index), 'c', tostring(used), 'p', tostring(c.previous)}
   end
+  if refused ~= 0 and c.allowed then r = r + 1 end
   out[#out + 1] = math.floor(q)
   out[#out + 1] = math.ceil(w)
   out[#out + 1] = r
   out[#out + 1] = reset
-  pending[i] = {state, math.ceil(ttl), allowed}
-  if (not allowed) and refused == 0 then
-    refused = i
-    retryMs = retry
+  if granted > 0 then
+    redis.call('HSET', KEYS[i + 1], unpack(state))
+    redis.call('PEXPIRE', KEYS[i + 1], math.ceil(ttl))
   end
 end
-if refused == 0 then
-  for i = 1, n do
-    redis.call('HSET', KEYS[i + 1], unpack(pending[i][1]))
-    redis.call('PEXPIRE', KEYS[i + 1], pending[i][2])
-  end
-else
-  out[1] = 0
-  out[2] = refused
-  -- nothing was taken: classes that would have given report their untouched remainder
-  for i = 1, n do
-    if pending[i][3] then out[3 + (i - 1) * 4 + 3] = out[3 + (i - 1) * 4 + 3] + 1 end
-  end
-  out[3] = math.max(1, math.ceil(retryMs / 1000))
-end
+if refused ~= 0 then out[3] = math.max(1, math.ceil(retryMs / 1000)) end
 return out
+`;
+
+/**
+ * Returns a lease's unspent units (lease-store.ts). KEYS one state hash per class; ARGV[1] the
+ * units, then per class 'b' for a bucket or the fixed window the lease was counted in. A bucket
+ * that has expired is full, and a window that has moved on twice no longer counts the lease:
+ * nothing to return there.
+ */
+const GIVE_BACK_LUA = `
+local units = tonumber(ARGV[1])
+for i = 1, #KEYS do
+  local mark = ARGV[i + 1]
+  if mark == 'b' then
+    -- Stored above capacity is fine: a read caps it.
+    if redis.call('EXISTS', KEYS[i]) == 1 then redis.call('HINCRBYFLOAT', KEYS[i], 't', units) end
+  else
+    local index = tonumber(mark)
+    local s = redis.call('HMGET', KEYS[i], 'i', 'c', 'p')
+    local stored = tonumber(s[1])
+    if stored == index then
+      redis.call('HSET', KEYS[i], 'c', tostring(math.max(0, tonumber(s[2]) - units)))
+    elseif stored == index + 1 then
+      redis.call('HSET', KEYS[i], 'p', tostring(math.max(0, tonumber(s[3]) - units)))
+    end
+  end
+end
+return 0
 `;
 
 /** Replaces the override unless a newer version is already there. ARGV[1] version, then field/value pairs. */
@@ -126,8 +165,21 @@ return 1
 `;
 
 interface ThrottleCommands {
-  merxThrottleConsume(numberOfKeys: number, ...keysAndArgs: Array<string | number>): Promise<number[]>;
+  merxThrottleTake(numberOfKeys: number, ...keysAndArgs: Array<string | number>): Promise<number[]>;
+  merxThrottleGiveBack(numberOfKeys: number, ...keysAndArgs: Array<string | number>): Promise<number>;
   merxThrottleOverride(numberOfKeys: number, ...keysAndArgs: Array<string | number>): Promise<number>;
+}
+
+/** What one charge in Redis gave: the decision for the units taken, as Redis counted them. */
+export interface Take {
+  /** The state after every granted unit is taken; `allowed` false when nothing was. */
+  decision: Decision;
+  /** Units taken from every class (0 when refused). */
+  granted: number;
+  /** What a lease could have had: a sixteenth of what the emptiest class had left, at least 1 (0 when refused). */
+  room: number;
+  /** Redis's clock (ms) when it was taken: the fixed window a give-back goes to. */
+  at: number;
 }
 
 export interface RedisStoreOptions {
@@ -157,7 +209,8 @@ export class RedisLimiterStore implements LimiterStore {
       // cost was one Redis round trip (two syscalls each side) per request.
       enableAutoPipelining: true,
     }) as Redis & ThrottleCommands;
-    this.redis.defineCommand('merxThrottleConsume', { lua: CONSUME_LUA });
+    this.redis.defineCommand('merxThrottleTake', { lua: TAKE_LUA });
+    this.redis.defineCommand('merxThrottleGiveBack', { lua: GIVE_BACK_LUA });
     this.redis.defineCommand('merxThrottleOverride', { lua: SET_OVERRIDE_LUA });
     // Connection errors are reported by the failover wrapper; an 'error' without a listener would be printed by ioredis.
     this.redis.on('error', (error: Error) => options.logger.debug({ err: error }, 'redis connection error'));
@@ -168,21 +221,44 @@ export class RedisLimiterStore implements LimiterStore {
     return merchantId ? `${this.prefix}{m:${merchantId}}:o` : `${this.prefix}{${subject}}:o`;
   }
 
+  private stateKey(request: ConsumeRequest, name: string): string {
+    return `${this.prefix}{${request.merchantId ? `m:${request.merchantId}` : request.subject}}:${name}`;
+  }
+
   async consume(request: ConsumeRequest): Promise<Decision> {
+    return (await this.take(request, 1)).decision;
+  }
+
+  /** Charges `want` units at once when every class has room for them (fewer when one has not; see TAKE_LUA). */
+  async take(request: ConsumeRequest, want: number): Promise<Take> {
     const subject = request.merchantId ? `m:${request.merchantId}` : request.subject;
-    const keys = [this.overrideKey(request.merchantId, subject), ...request.specs.map((spec) => `${this.prefix}{${subject}}:${spec.name}`)];
-    const args: Array<string | number> = [request.merchantId ? '1' : '0'];
+    const keys = [this.overrideKey(request.merchantId, subject), ...request.specs.map((spec) => this.stateKey(request, spec.name))];
+    const args: Array<string | number> = [request.merchantId ? '1' : '0', want];
     for (const spec of request.specs) args.push(spec.name, spec.kind === 'bucket' ? 'b' : 'w', spec.a, spec.b);
-    const out = await this.redis.merxThrottleConsume(keys.length, ...keys, ...args);
+    const out = await this.redis.merxThrottleTake(keys.length, ...keys, ...args);
     const classes: ClassState[] = request.specs.map((spec, i) => ({
       name: spec.name,
-      quota: out[3 + i * 4]!,
-      window: out[4 + i * 4]!,
-      remaining: out[5 + i * 4]!,
-      reset: out[6 + i * 4]!,
+      quota: out[5 + i * 4]!,
+      window: out[6 + i * 4]!,
+      remaining: out[7 + i * 4]!,
+      reset: out[8 + i * 4]!,
     }));
-    if (out[0] === 1) return { allowed: true, retryAfterSeconds: 0, classes };
-    return { allowed: false, refusedBy: request.specs[out[1]! - 1]!.name as ThrottleClass, retryAfterSeconds: out[2]!, classes };
+    const [granted, refusedAt, retryAfterSeconds, room, at] = out as [number, number, number, number, number];
+    const decision: Decision =
+      granted > 0
+        ? { allowed: true, retryAfterSeconds: 0, classes }
+        : { allowed: false, refusedBy: request.specs[refusedAt - 1]!.name as ThrottleClass, retryAfterSeconds, classes };
+    return { decision, granted, room, at };
+  }
+
+  /**
+   * Returns units of a lease taken at `at` (Redis ms); `classes` are the take's, for each
+   * window's length after overrides.
+   */
+  async giveBack(request: ConsumeRequest, units: number, classes: ClassState[], at: number): Promise<void> {
+    const keys = request.specs.map((spec) => this.stateKey(request, spec.name));
+    const marks = request.specs.map((spec, i) => (spec.kind === 'bucket' ? 'b' : Math.floor(at / (classes[i]!.window * 1000))));
+    await this.redis.merxThrottleGiveBack(keys.length, ...keys, units, ...marks);
   }
 
   async setOverride(merchantId: string, fields: OverrideFields, version: number): Promise<void> {

@@ -20,3 +20,9 @@ export interface LimiterStore {
   degradation(): string | undefined;
   close(): Promise<void>;
 }
+
+/** A store that lives elsewhere (Redis) and can be away: the failover store waits for it and probes it. */
+export interface RemoteLimiterStore extends LimiterStore {
+  ready(timeoutMs: number): Promise<void>;
+  ping(): Promise<void>;
+}
