@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { toWebhookPayload, type WebhookPayload } from '../domain/delivery.js';
-import { bodyHmac, generateWebhookSecret, requestBody, secretKey, signatureHeaders, webhookBody } from './signing.js';
+import { bodyHmac, generateWebhookSecret, prepareRequestBody, requestBody, secretKey, signatureHeaders, webhookBody } from './signing.js';
 
 const PAYLOAD: WebhookPayload = {
   id: 'evt_01jd3k7q8m2x4v6b9c0d1e2f3g',
@@ -74,6 +74,29 @@ describe('delivery signing', () => {
     assert.deepEqual(Object.keys(parsed), ['id', 'topic', 'merchant_id', 'created_at', 'api_version', 'data', 'hmac_sha256']);
     const { hmac_sha256, ...rest } = parsed;
     assert.equal(hmac_sha256, bodyHmac(rest, secret));
+  });
+
+  it('a prepared payload gives, for each secret, the bytes JSON.stringify gives with hmac_sha256 appended', () => {
+    const [first, second] = [generateWebhookSecret(), generateWebhookSecret()];
+    // As stored: the event's own key order, with a member the envelope does not carry.
+    const stored = JSON.stringify({ context: { request_id: 'req_1' }, ...PAYLOAD, data: { object: { b: 1, a: [{ y: null, x: 'é\u2028' }] } } });
+    const payload = JSON.parse(stored) as WebhookPayload;
+    const prepared = prepareRequestBody('webhook', stored);
+    for (const secret of [first, second, first]) {
+      const body = prepared(secret);
+      assert.equal(body, JSON.stringify({ ...toWebhookPayload(payload), hmac_sha256: bodyHmac(payload, secret) }));
+      assert.equal(body, webhookBody(payload, secret));
+    }
+    assert.notEqual(prepared(first), prepared(second));
+    const http = prepareRequestBody('http', stored);
+    assert.equal(http(first), JSON.stringify(payload.data.object));
+    assert.equal(http(second), http(first));
+  });
+
+  it('the envelope of an event without fields is still well-formed JSON', () => {
+    const secret = generateWebhookSecret();
+    const empty = JSON.parse(webhookBody({} as WebhookPayload, secret)) as Record<string, unknown>;
+    assert.deepEqual(Object.keys(empty), ['hmac_sha256']);
   });
 
   it('the headers verify with the standardwebhooks library', () => {

@@ -27,14 +27,29 @@ export function secretKey(secret: string): Buffer {
 
 /** Hex HMAC-SHA256 of the payload's canonical JSON: independent of key order and whitespace. */
 export function bodyHmac(payload: WebhookPayload, secret: string): string {
-  return createHmac('sha256', secretKey(secret))
-    .update(canonicalJson(toWebhookPayload(payload)))
-    .digest('hex');
+  return hexHmac(secret, canonicalJson(toWebhookPayload(payload)));
+}
+
+function hexHmac(secret: string, text: string): string {
+  return createHmac('sha256', secretKey(secret)).update(text).digest('hex');
 }
 
 /** The request body: the payload's fields in order, then `hmac_sha256`. */
 export function webhookBody(payload: WebhookPayload, secret: string): string {
-  return JSON.stringify({ ...toWebhookPayload(payload), hmac_sha256: bodyHmac(payload, secret) });
+  return signedEnvelope(toWebhookPayload(payload))(secret);
+}
+
+/**
+ * The envelope's body for any secret. Everything but `hmac_sha256` is the same for every
+ * endpoint an event goes to, so the canonical JSON and the serialisation are done once, and the
+ * body is that serialisation with the member appended: the bytes `JSON.stringify` gives for the
+ * fields followed by `hmac_sha256`.
+ */
+function signedEnvelope(envelope: WebhookPayload): (secret: string) => string {
+  const canonical = canonicalJson(envelope);
+  const fields = JSON.stringify(envelope);
+  const head = fields === '{}' ? '{' : `${fields.slice(0, -1)},`;
+  return (secret) => `${head}"hmac_sha256":"${hexHmac(secret, canonical)}"}`;
 }
 
 /**
@@ -44,6 +59,20 @@ export function webhookBody(payload: WebhookPayload, secret: string): string {
  */
 export function requestBody(format: DeliveryFormat, payload: WebhookPayload, secret: string): string {
   return format === 'http' ? JSON.stringify(payload.data.object) : webhookBody(payload, secret);
+}
+
+/**
+ * `requestBody` for a stored payload, prepared once for every endpoint of one format it goes to:
+ * an event fans out to many subscriptions, each with its own secret, and parsing and serialising
+ * it for each was most of the cost of signing.
+ */
+export function prepareRequestBody(format: DeliveryFormat, payloadText: string): (secret: string) => string {
+  const payload = JSON.parse(payloadText) as WebhookPayload;
+  if (format === 'http') {
+    const body = JSON.stringify(payload.data.object);
+    return () => body;
+  }
+  return signedEnvelope(toWebhookPayload(payload));
 }
 
 export interface SignatureHeaders {

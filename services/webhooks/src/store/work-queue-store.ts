@@ -162,8 +162,20 @@ export async function claimDueDeliveries(tx: Queryable, workerId: string, limits
      CROSS JOIN LATERAL (SELECT format, url, secret, previous_secret, previous_secret_expires_at FROM ${ENDPOINTS} x WHERE x.merchant_id = c.merchant_id AND x.id = c.endpoint_id) s`,
     [locked.map((e) => e.merchant_id), locked.map((e) => e.id), take, workerId, now],
   );
+  // A claim holds many deliveries of few endpoints: each endpoint's secrets are opened once.
+  const secrets = new Map<string, { secret: string; previousSecret: string | null }>();
+  const secretsOf = (row: ClaimRow) => {
+    const key = endpointKey(row.merchant_id, row.endpoint_id);
+    let opened = secrets.get(key);
+    if (!opened) {
+      const owner = { merchantId: row.merchant_id, recordId: row.endpoint_id };
+      opened = { secret: openSecret(row.secret, owner), previousSecret: openOptionalSecret(row.previous_secret, owner) };
+      secrets.set(key, opened);
+    }
+    return opened;
+  };
   const deliveries = rows.map((row) => {
-    const owner = { merchantId: row.merchant_id, recordId: row.endpoint_id };
+    const { secret, previousSecret } = secretsOf(row);
     return {
       merchantId: row.merchant_id,
       id: row.id,
@@ -177,8 +189,8 @@ export async function claimDueDeliveries(tx: Queryable, workerId: string, limits
       payloadText: row.payload,
       format: row.format,
       url: row.url,
-      secret: openSecret(row.secret, owner),
-      previousSecret: openOptionalSecret(row.previous_secret, owner),
+      secret,
+      previousSecret,
       previousSecretExpiresAt: row.previous_secret_expires_at,
     };
   });
