@@ -5,9 +5,17 @@ import { WEBHOOKS_SCHEMA } from './migrations.js';
 /** Subscriptions and destinations alike: what the engine schedules, claims and switches off. */
 export const ENDPOINTS = `${WEBHOOKS_SCHEMA}.endpoints`;
 const DELIVERIES = `${WEBHOOKS_SCHEMA}.deliveries`;
+/** The deliveries a worker is sending: one row per claim (`work-queue-store`). */
+export const CLAIMS = `${WEBHOOKS_SCHEMA}.claims`;
 
-/** The rows of the work queue: not finished and not claimed by a worker. */
-export const waiting = (alias: string) => `${alias}.status IN ('pending', 'failing') AND ${alias}.claimed_by IS NULL`;
+/**
+ * The rows of the work queue: not finished and not claimed by a worker. `claimed_by IS NULL` is
+ * always true now that claims have a table of their own, but it is the predicate of the index
+ * that keeps the queue in due order, which only a query implying it can use.
+ */
+export const waiting = (alias: string) =>
+  `${alias}.status IN ('pending', 'failing') AND ${alias}.claimed_by IS NULL
+   AND NOT EXISTS (SELECT 1 FROM ${CLAIMS} claim WHERE claim.merchant_id = ${alias}.merchant_id AND claim.endpoint_id = ${alias}.endpoint_id AND claim.delivery_id = ${alias}.id)`;
 
 /** Columns both kinds of endpoint are read with: where to send, its state, its secrets, its version. */
 export const COMMON_ENDPOINT_COLUMNS =

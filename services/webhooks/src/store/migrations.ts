@@ -155,4 +155,28 @@ export const webhooksMigrations: Migration[] = [
       CREATE INDEX destination_tombstones_by_age ON {{schema}}.destination_tombstones (removed_at);
     `,
   },
+  {
+    id: '004_delivery_claims',
+    // A claim was an update of the wide delivery row that changed columns of two partial indexes
+    // (waiting, in flight): a new version of the row and an entry in each of its indexes per claim,
+    // and as many dead ones for VACUUM. A claim is now a narrow row of its own, inserted by the
+    // claim and deleted with the attempt's record or by the release of a dead worker's claims; its
+    // key counts an endpoint's deliveries in flight. deliveries.claimed_by stays NULL from here on
+    // (the waiting index's predicate still names it). Claims made before this release move over, so
+    // a worker that was running then has them released as interrupted if it never records them.
+    sql: `
+      CREATE TABLE {{schema}}.claims (
+        merchant_id text NOT NULL,
+        endpoint_id text NOT NULL,
+        delivery_id text NOT NULL,
+        worker_id text NOT NULL,
+        claimed_at timestamptz NOT NULL,
+        PRIMARY KEY (merchant_id, endpoint_id, delivery_id)
+      );
+      INSERT INTO {{schema}}.claims (merchant_id, endpoint_id, delivery_id, worker_id, claimed_at)
+        SELECT merchant_id, endpoint_id, id, claimed_by, claimed_at FROM {{schema}}.deliveries WHERE claimed_by IS NOT NULL;
+      UPDATE {{schema}}.deliveries SET claimed_by = NULL, claimed_at = NULL WHERE claimed_by IS NOT NULL;
+      DROP INDEX {{schema}}.deliveries_in_flight;
+    `,
+  },
 ];

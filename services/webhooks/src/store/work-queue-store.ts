@@ -1,7 +1,7 @@
 import { openOptionalSecret, openSecret, type Queryable } from '@merx/kit';
 import type { Attempt, DeliveryStatus } from '../domain/delivery.js';
 import type { DeliveryFormat, EndpointKind } from '../domain/endpoint.js';
-import { ENDPOINTS, markEndpointsDue, waiting } from './endpoints-store.js';
+import { CLAIMS, ENDPOINTS, markEndpointsDue, waiting } from './endpoints-store.js';
 import { WEBHOOKS_SCHEMA } from './migrations.js';
 
 /**
@@ -94,7 +94,7 @@ export async function claimDueDeliveries(tx: Queryable, workerId: string, limits
        ORDER BY turn, last_served_at NULLS FIRST LIMIT $2
      )
      SELECT s.merchant_id, s.id, ranked.turn::int AS turn, ranked.last_served_at,
-            (SELECT count(*)::int FROM ${DELIVERIES} d WHERE d.merchant_id = s.merchant_id AND d.endpoint_id = s.id AND d.claimed_by IS NOT NULL) AS in_flight
+            (SELECT count(*)::int FROM ${CLAIMS} c WHERE c.merchant_id = s.merchant_id AND c.endpoint_id = s.id) AS in_flight
      FROM ${ENDPOINTS} s JOIN ranked ON ranked.merchant_id = s.merchant_id AND ranked.id = s.id
      WHERE s.status = 'enabled'
      FOR UPDATE OF s SKIP LOCKED`,
@@ -123,43 +123,44 @@ export async function claimDueDeliveries(tx: Queryable, workerId: string, limits
   if (take.every((count) => count === 0)) return { deliveries: [], moreMayBeDue };
   // The second statement claims, sends every endpoint looked at to the back of the round and
   // recomputes its due_at from what still waits (NULL when nothing does, which also repairs an
-  // over-eager lower bound). All parts see the same snapshot, so the rows being claimed are
-  // left out of that minimum by name.
+  // over-eager lower bound). One walk of each endpoint's queue serves both: its first take + 1
+  // waiting deliveries in due order, of which the due ones among the first `take` are claimed and
+  // the earliest of the rest is the new due_at. All parts see the same snapshot, so that walk
+  // still sees the deliveries being claimed as waiting; `picked` tells them apart.
   const { rows } = await tx.query<ClaimRow>(
     `WITH endpoints AS (
        SELECT * FROM unnest($1::text[], $2::text[], $3::int[]) AS e(merchant_id, endpoint_id, take)
      ),
-     picked AS (
-       SELECT w.merchant_id, w.id FROM endpoints e
+     queue AS (
+       SELECT e.merchant_id, e.endpoint_id, w.id, w.next_attempt_at, (w.position <= e.take AND w.next_attempt_at <= $5) AS picked
+       FROM endpoints e
        CROSS JOIN LATERAL (
-         SELECT d.merchant_id, d.id FROM ${DELIVERIES} d
-         WHERE d.merchant_id = e.merchant_id AND d.endpoint_id = e.endpoint_id AND ${waiting('d')} AND d.next_attempt_at <= $5
-         ORDER BY d.next_attempt_at LIMIT e.take
+         SELECT d.id, d.next_attempt_at, row_number() OVER (ORDER BY d.next_attempt_at) AS position
+         FROM ${DELIVERIES} d
+         WHERE d.merchant_id = e.merchant_id AND d.endpoint_id = e.endpoint_id AND ${waiting('d')}
+         ORDER BY d.next_attempt_at LIMIT e.take + 1
        ) w
-       WHERE e.take > 0
      ),
      claimed AS (
-       UPDATE ${DELIVERIES} d SET claimed_by = $4, claimed_at = $5
-       FROM picked WHERE d.merchant_id = picked.merchant_id AND d.id = picked.id
-       RETURNING d.merchant_id, d.id, d.event_id, d.topic, d.endpoint_kind, d.endpoint_id, d.payload, d.attempt_count, d.first_attempt_at, d.claimed_at
+       INSERT INTO ${CLAIMS} (merchant_id, endpoint_id, delivery_id, worker_id, claimed_at)
+       SELECT merchant_id, endpoint_id, id, $4, $5 FROM queue WHERE picked
+       RETURNING merchant_id, delivery_id, claimed_at
      ),
      served AS (
        UPDATE ${ENDPOINTS} s SET last_served_at = $5,
-         due_at = (SELECT d.next_attempt_at FROM ${DELIVERIES} d
-                   WHERE d.merchant_id = s.merchant_id AND d.endpoint_id = s.id AND ${waiting('d')}
-                     AND NOT EXISTS (SELECT 1 FROM picked p WHERE p.merchant_id = d.merchant_id AND p.id = d.id)
-                   ORDER BY d.next_attempt_at LIMIT 1)
+         due_at = (SELECT min(q.next_attempt_at) FROM queue q WHERE q.merchant_id = s.merchant_id AND q.endpoint_id = s.id AND NOT q.picked)
        FROM endpoints e WHERE s.merchant_id = e.merchant_id AND s.id = e.endpoint_id
      )
      -- LATERAL lookups by the whole primary key, so the plan never depends on how big the
      -- tables were when statistics were last taken (a plan made on empty tables joined events on
      -- merchant_id alone and filtered a merchant's whole history per delivery). A routed record's
      -- delivery carries its own payload and has no event to look up.
-     SELECT c.merchant_id, c.id, c.event_id, c.topic, c.endpoint_kind, c.endpoint_id, c.attempt_count, c.first_attempt_at, c.claimed_at,
-            COALESCE(c.payload, ev.payload) AS payload, s.format, s.url, s.secret, s.previous_secret, s.previous_secret_expires_at
+     SELECT d.merchant_id, d.id, d.event_id, d.topic, d.endpoint_kind, d.endpoint_id, d.attempt_count, d.first_attempt_at, c.claimed_at,
+            COALESCE(d.payload, ev.payload) AS payload, s.format, s.url, s.secret, s.previous_secret, s.previous_secret_expires_at
      FROM claimed c
-     LEFT JOIN LATERAL (SELECT payload FROM ${WEBHOOKS_SCHEMA}.events e WHERE c.payload IS NULL AND e.merchant_id = c.merchant_id AND e.id = c.event_id) ev ON true
-     CROSS JOIN LATERAL (SELECT format, url, secret, previous_secret, previous_secret_expires_at FROM ${ENDPOINTS} x WHERE x.merchant_id = c.merchant_id AND x.id = c.endpoint_id) s`,
+     CROSS JOIN LATERAL (SELECT * FROM ${DELIVERIES} x WHERE x.merchant_id = c.merchant_id AND x.id = c.delivery_id) d
+     LEFT JOIN LATERAL (SELECT payload FROM ${WEBHOOKS_SCHEMA}.events e WHERE d.payload IS NULL AND e.merchant_id = d.merchant_id AND e.id = d.event_id) ev ON true
+     CROSS JOIN LATERAL (SELECT format, url, secret, previous_secret, previous_secret_expires_at FROM ${ENDPOINTS} x WHERE x.merchant_id = d.merchant_id AND x.id = d.endpoint_id) s`,
     [locked.map((e) => e.merchant_id), locked.map((e) => e.id), take, workerId, now],
   );
   // A claim holds many deliveries of few endpoints: each endpoint's secrets are opened once.
@@ -222,12 +223,17 @@ export async function recordAttempts(tx: Queryable, workerId: string, results: A
          AS u(merchant_id, id, status, number, next_attempt_at, first_attempt_at, status_code, error,
               endpoint_id, started_at, duration_ms, error_message, response_excerpt)
      ),
+     released AS (
+       DELETE FROM ${CLAIMS} c USING u
+       WHERE c.merchant_id = u.merchant_id AND c.endpoint_id = u.endpoint_id AND c.delivery_id = u.id AND c.worker_id = $14
+       RETURNING c.merchant_id, c.delivery_id
+     ),
      updated AS (
        UPDATE ${DELIVERIES} d SET status = u.status, attempt_count = GREATEST(d.attempt_count, u.number), next_attempt_at = u.next_attempt_at,
          first_attempt_at = COALESCE(d.first_attempt_at, u.first_attempt_at), last_status_code = u.status_code, last_error = u.error,
-         claimed_by = NULL, claimed_at = NULL, updated_at = $15,
-         completed_at = CASE WHEN u.status IN ('succeeded', 'dead') THEN $15::timestamptz END
-       FROM u WHERE d.merchant_id = u.merchant_id AND d.id = u.id AND d.claimed_by = $14
+         updated_at = $15, completed_at = CASE WHEN u.status IN ('succeeded', 'dead') THEN $15::timestamptz END
+       FROM u JOIN released r ON r.merchant_id = u.merchant_id AND r.delivery_id = u.id
+       WHERE d.merchant_id = u.merchant_id AND d.id = u.id
        RETURNING d.merchant_id, d.id
      )
      INSERT INTO ${ATTEMPTS} (merchant_id, delivery_id, number, endpoint_id, started_at, status_code, duration_ms, error, error_message, response_excerpt)
@@ -309,18 +315,20 @@ export async function releaseClaimsOfDeadWorkers(tx: Queryable, staleBefore: Dat
     first_attempt_at: Date | null;
   }>(
     `WITH orphaned AS (
-       SELECT merchant_id, id FROM ${DELIVERIES}
-       WHERE claimed_by IS NOT NULL AND claimed_by NOT IN (SELECT id FROM ${WEBHOOKS_SCHEMA}.workers)
+       SELECT merchant_id, endpoint_id, delivery_id FROM ${CLAIMS} c
+       WHERE NOT EXISTS (SELECT 1 FROM ${WEBHOOKS_SCHEMA}.workers w WHERE w.id = c.worker_id)
        FOR UPDATE SKIP LOCKED
      ),
-     previous AS (
-       SELECT d.merchant_id, d.id, d.claimed_at FROM ${DELIVERIES} d JOIN orphaned o USING (merchant_id, id)
+     released AS (
+       DELETE FROM ${CLAIMS} c USING orphaned o
+       WHERE c.merchant_id = o.merchant_id AND c.endpoint_id = o.endpoint_id AND c.delivery_id = o.delivery_id
+       RETURNING c.merchant_id, c.delivery_id, c.claimed_at
      )
-     UPDATE ${DELIVERIES} d SET claimed_by = NULL, claimed_at = NULL, attempt_count = d.attempt_count + 1,
-       first_attempt_at = COALESCE(d.first_attempt_at, previous.claimed_at), status = 'failing',
+     UPDATE ${DELIVERIES} d SET attempt_count = d.attempt_count + 1,
+       first_attempt_at = COALESCE(d.first_attempt_at, released.claimed_at), status = 'failing',
        last_error = 'interrupted', last_status_code = NULL, next_attempt_at = $1, updated_at = $1
-     FROM previous WHERE d.merchant_id = previous.merchant_id AND d.id = previous.id
-     RETURNING d.merchant_id, d.id, d.endpoint_id, d.topic, d.event_id, d.attempt_count, previous.claimed_at, d.first_attempt_at`,
+     FROM released WHERE d.merchant_id = released.merchant_id AND d.id = released.delivery_id
+     RETURNING d.merchant_id, d.id, d.endpoint_id, d.topic, d.event_id, d.attempt_count, released.claimed_at, d.first_attempt_at`,
     [now],
   );
   if (rows.length === 0) return [];
