@@ -9,12 +9,15 @@ const DELIVERIES = `${WEBHOOKS_SCHEMA}.deliveries`;
 export const CLAIMS = `${WEBHOOKS_SCHEMA}.claims`;
 
 /**
- * The rows of the work queue: not finished and not claimed by a worker. `claimed_by IS NULL` is
- * always true now that claims have a table of their own, but it is the predicate of the index
- * that keeps the queue in due order, which only a query implying it can use.
+ * Deliveries not finished and not claimed the old way: the predicate of the index that keeps each
+ * endpoint's queue in due order, which only a query implying it can use. `claimed_by` is always
+ * NULL now that claims have a table of their own, so these are waiting or claimed.
  */
+export const queued = (alias: string) => `${alias}.status IN ('pending', 'failing') AND ${alias}.claimed_by IS NULL`;
+
+/** The rows of the work queue: not finished and not claimed by a worker. */
 export const waiting = (alias: string) =>
-  `${alias}.status IN ('pending', 'failing') AND ${alias}.claimed_by IS NULL
+  `${queued(alias)}
    AND NOT EXISTS (SELECT 1 FROM ${CLAIMS} claim WHERE claim.merchant_id = ${alias}.merchant_id AND claim.endpoint_id = ${alias}.endpoint_id AND claim.delivery_id = ${alias}.id)`;
 
 /** Columns both kinds of endpoint are read with: where to send, its state, its secrets, its version. */

@@ -1,7 +1,7 @@
 import { openOptionalSecret, openSecret, type Queryable } from '@merx/kit';
 import type { Attempt, DeliveryStatus } from '../domain/delivery.js';
 import type { DeliveryFormat, EndpointKind } from '../domain/endpoint.js';
-import { CLAIMS, ENDPOINTS, markEndpointsDue, waiting } from './endpoints-store.js';
+import { CLAIMS, ENDPOINTS, markEndpointsDue, queued } from './endpoints-store.js';
 import { WEBHOOKS_SCHEMA } from './migrations.js';
 
 /**
@@ -124,32 +124,42 @@ export async function claimDueDeliveries(tx: Queryable, workerId: string, limits
   // The second statement claims, sends every endpoint looked at to the back of the round and
   // recomputes its due_at from what still waits (NULL when nothing does, which also repairs an
   // over-eager lower bound). One walk of each endpoint's queue serves both: its first take + 1
-  // waiting deliveries in due order, of which the due ones among the first `take` are claimed and
-  // the earliest of the rest is the new due_at. All parts see the same snapshot, so that walk
-  // still sees the deliveries being claimed as waiting; `picked` tells them apart.
+  // deliveries not claimed, in due order, of which the due ones among the first `take` are
+  // claimed and the earliest of the rest is the new due_at. The endpoint's claims (at most its
+  // cap, all in the snapshot since its row is locked) are read once and skipped by id. All parts
+  // see the same snapshot, so the walk still sees the deliveries being claimed as waiting;
+  // `picked` tells them apart.
   const { rows } = await tx.query<ClaimRow>(
     `WITH endpoints AS (
-       SELECT * FROM unnest($1::text[], $2::text[], $3::int[]) AS e(merchant_id, endpoint_id, take)
+       SELECT e.merchant_id, e.endpoint_id, e.take,
+              ARRAY(SELECT c.delivery_id FROM ${CLAIMS} c WHERE c.merchant_id = e.merchant_id AND c.endpoint_id = e.endpoint_id) AS claimed
+       FROM unnest($1::text[], $2::text[], $3::int[]) AS e(merchant_id, endpoint_id, take)
      ),
      queue AS (
-       SELECT e.merchant_id, e.endpoint_id, w.id, w.next_attempt_at, (w.position <= e.take AND w.next_attempt_at <= $5) AS picked
-       FROM endpoints e
-       CROSS JOIN LATERAL (
-         SELECT d.id, d.next_attempt_at, row_number() OVER (ORDER BY d.next_attempt_at) AS position
-         FROM ${DELIVERIES} d
-         WHERE d.merchant_id = e.merchant_id AND d.endpoint_id = e.endpoint_id AND ${waiting('d')}
-         ORDER BY d.next_attempt_at LIMIT e.take + 1
-       ) w
+       SELECT merchant_id, endpoint_id, id, next_attempt_at,
+              (row_number() OVER (PARTITION BY merchant_id, endpoint_id ORDER BY next_attempt_at) <= take AND next_attempt_at <= $5) AS picked
+       FROM (
+         SELECT e.merchant_id, e.endpoint_id, e.take, w.id, w.next_attempt_at
+         FROM endpoints e
+         CROSS JOIN LATERAL (
+           SELECT d.id, d.next_attempt_at FROM ${DELIVERIES} d
+           WHERE d.merchant_id = e.merchant_id AND d.endpoint_id = e.endpoint_id AND ${queued('d')} AND d.id <> ALL (e.claimed)
+           ORDER BY d.next_attempt_at LIMIT e.take + 1
+         ) w
+       ) walked
      ),
      claimed AS (
        INSERT INTO ${CLAIMS} (merchant_id, endpoint_id, delivery_id, worker_id, claimed_at)
        SELECT merchant_id, endpoint_id, id, $4, $5 FROM queue WHERE picked
        RETURNING merchant_id, delivery_id, claimed_at
      ),
+     left_waiting AS (
+       SELECT merchant_id, endpoint_id, min(next_attempt_at) AS due_at FROM queue WHERE NOT picked GROUP BY merchant_id, endpoint_id
+     ),
      served AS (
-       UPDATE ${ENDPOINTS} s SET last_served_at = $5,
-         due_at = (SELECT min(q.next_attempt_at) FROM queue q WHERE q.merchant_id = s.merchant_id AND q.endpoint_id = s.id AND NOT q.picked)
-       FROM endpoints e WHERE s.merchant_id = e.merchant_id AND s.id = e.endpoint_id
+       UPDATE ${ENDPOINTS} s SET last_served_at = $5, due_at = l.due_at
+       FROM endpoints e LEFT JOIN left_waiting l ON l.merchant_id = e.merchant_id AND l.endpoint_id = e.endpoint_id
+       WHERE s.merchant_id = e.merchant_id AND s.id = e.endpoint_id
      )
      -- LATERAL lookups by the whole primary key, so the plan never depends on how big the
      -- tables were when statistics were last taken (a plan made on empty tables joined events on
@@ -217,28 +227,34 @@ export async function recordAttempts(tx: Queryable, workerId: string, results: A
   if (results.length === 0) return new Set();
   const column = <T>(pick: (r: AttemptResult) => T) => results.map(pick);
   const { rows } = await tx.query<{ delivery_id: string }>(
-    `WITH u AS (
-       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::timestamptz[], $6::timestamptz[], $7::int[], $8::text[],
-                            $9::text[], $10::timestamptz[], $11::int[], $12::text[], $13::text[])
+    `WITH u AS MATERIALIZED (
+       SELECT *, $14::text AS worker_id
+       FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::timestamptz[], $6::timestamptz[], $7::int[], $8::text[],
+                   $9::text[], $10::timestamptz[], $11::int[], $12::text[], $13::text[])
          AS u(merchant_id, id, status, number, next_attempt_at, first_attempt_at, status_code, error,
               endpoint_id, started_at, duration_ms, error_message, response_excerpt)
      ),
+     -- Each step is driven by the rows the previous one returned, looked up by primary key: no
+     -- join of one step's result with another's, whose plan would rest on guesses about sizes.
+     -- The worker is matched as a column of the batch (materialized, so the planner cannot turn
+     -- it back into a constant), not as a filter of its own on claims: a generic plan guessed
+     -- such a filter leaves one claim, and then rescanned the whole batch for every claim.
      released AS (
        DELETE FROM ${CLAIMS} c USING u
-       WHERE c.merchant_id = u.merchant_id AND c.endpoint_id = u.endpoint_id AND c.delivery_id = u.id AND c.worker_id = $14
-       RETURNING c.merchant_id, c.delivery_id
+       WHERE c.merchant_id = u.merchant_id AND c.endpoint_id = u.endpoint_id AND c.delivery_id = u.id AND c.worker_id = u.worker_id
+       RETURNING u.*
      ),
      updated AS (
        UPDATE ${DELIVERIES} d SET status = u.status, attempt_count = GREATEST(d.attempt_count, u.number), next_attempt_at = u.next_attempt_at,
          first_attempt_at = COALESCE(d.first_attempt_at, u.first_attempt_at), last_status_code = u.status_code, last_error = u.error,
          updated_at = $15, completed_at = CASE WHEN u.status IN ('succeeded', 'dead') THEN $15::timestamptz END
-       FROM u JOIN released r ON r.merchant_id = u.merchant_id AND r.delivery_id = u.id
+       FROM released u
        WHERE d.merchant_id = u.merchant_id AND d.id = u.id
-       RETURNING d.merchant_id, d.id
+       RETURNING u.*
      )
      INSERT INTO ${ATTEMPTS} (merchant_id, delivery_id, number, endpoint_id, started_at, status_code, duration_ms, error, error_message, response_excerpt)
      SELECT u.merchant_id, u.id, u.number, u.endpoint_id, u.started_at, u.status_code, u.duration_ms, u.error, u.error_message, u.response_excerpt
-     FROM u JOIN updated ON updated.merchant_id = u.merchant_id AND updated.id = u.id
+     FROM updated u
      ON CONFLICT DO NOTHING
      RETURNING delivery_id`,
     [
