@@ -46,6 +46,7 @@ export class WebhookSender {
   private readonly connectTimeoutMs: number;
   private readonly totalTimeoutMs: number;
   private readonly maxResponseBytes: number;
+  private readonly targets = new Map<string, Target | { refused: SendFailure; message: string }>();
 
   constructor(options: WebhookSenderOptions) {
     this.policy = options.policy;
@@ -74,11 +75,8 @@ export class WebhookSender {
     const failure = (error: SendFailure, errorMessage: string, statusCode: number | null = null) =>
       finish({ ok: false, statusCode, error, errorMessage, responseExcerpt: null, retryAfterMs: null });
 
-    const url = URL.canParse(request.url) ? new URL(request.url) : null;
-    if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:')) return failure('connection', 'not an http or https URL');
-    // net.connect does not call `lookup` for IP literals, so guardedLookup never sees them.
-    const refusal = refuseLiteralHost(url.hostname, this.policy);
-    if (refusal) return failure('blocked', refusal.message);
+    const url = this.targetOf(request.url);
+    if ('refused' in url) return failure(url.refused, url.message);
 
     return new Promise<SendOutcome>((resolve) => {
       const classify = (error: unknown) => classifyFailure(error, { hostname: url.hostname, connectTimeoutMs: this.connectTimeoutMs });
@@ -94,7 +92,7 @@ export class WebhookSender {
       this.agent.dispatch(
         {
           origin: url.origin,
-          path: `${url.pathname}${url.search}`,
+          path: url.path,
           method: 'POST',
           headers: { ...DEFAULT_HEADERS, ...request.headers },
           body: request.body,
@@ -104,6 +102,20 @@ export class WebhookSender {
     });
   }
 
+  /**
+   * Where a URL sends a request, or why it may not: parsed and checked once per URL, since an
+   * endpoint's URL is the same for all its deliveries. The policy is fixed for the sender's life.
+   */
+  private targetOf(text: string): Target | { refused: SendFailure; message: string } {
+    let target = this.targets.get(text);
+    if (!target) {
+      target = parseTarget(text, this.policy);
+      if (this.targets.size >= KEPT_TARGETS) this.targets.delete(this.targets.keys().next().value!);
+      this.targets.set(text, target);
+    }
+    return target;
+  }
+
   /** Waits for requests in flight, then closes the kept-alive connections. */
   async close(): Promise<void> {
     await this.agent.close();
@@ -111,6 +123,24 @@ export class WebhookSender {
 }
 
 type Outcome = Omit<SendOutcome, 'durationMs'>;
+
+interface Target {
+  origin: string;
+  path: string;
+  hostname: string;
+}
+
+/** URLs whose parse and check are kept (the oldest goes first): far more than the endpoints one worker sends to at once. */
+const KEPT_TARGETS = 4_096;
+
+function parseTarget(text: string, policy: TargetPolicy): Target | { refused: SendFailure; message: string } {
+  const url = URL.canParse(text) ? new URL(text) : null;
+  if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:')) return { refused: 'connection', message: 'not an http or https URL' };
+  // net.connect does not call `lookup` for IP literals, so guardedLookup never sees them.
+  const refusal = refuseLiteralHost(url.hostname, policy);
+  if (refusal) return { refused: 'blocked', message: refusal.message };
+  return { origin: url.origin, path: `${url.pathname}${url.search}`, hostname: url.hostname };
+}
 
 /**
  * One request's side of undici's dispatch: it keeps the status, the Retry-After and the first

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { toWebhookPayload, type WebhookPayload } from '../domain/delivery.js';
-import { bodyHmac, generateWebhookSecret, prepareRequestBody, requestBody, secretKey, signatureHeaders, webhookBody } from './signing.js';
+import { bodyHmac, generateWebhookSecret, prepareRequestBody, RequestBodies, requestBody, secretKey, signatureHeaders, webhookBody } from './signing.js';
 
 const PAYLOAD: WebhookPayload = {
   id: 'evt_01jd3k7q8m2x4v6b9c0d1e2f3g',
@@ -91,6 +91,22 @@ describe('delivery signing', () => {
     const http = prepareRequestBody('http', stored);
     assert.equal(http(first), JSON.stringify(payload.data.object));
     assert.equal(http(second), http(first));
+  });
+
+  it('keeps prepared payloads up to its budget, newest last, and gives the same bodies either way', () => {
+    const secret = generateWebhookSecret();
+    const stored = (n: number) => JSON.stringify({ ...PAYLOAD, id: `evt_${n}` });
+    const size = stored(1).length;
+    const bodies = new RequestBodies(size * 2);
+    for (const n of [1, 2, 3]) assert.equal(bodies.of('webhook', stored(n))(secret), prepareRequestBody('webhook', stored(n))(secret));
+    assert.equal(bodies.size, 2, 'the oldest went');
+    // The same payload for an http destination is another body.
+    assert.equal(bodies.of('http', stored(3))(secret), JSON.stringify(PAYLOAD.data.object));
+    assert.equal(bodies.of('webhook', stored(1))(secret), webhookBody(JSON.parse(stored(1)) as WebhookPayload, secret));
+    // One payload above the whole budget is still prepared (and kept alone).
+    const tiny = new RequestBodies(10);
+    assert.equal(tiny.of('webhook', stored(4))(secret), prepareRequestBody('webhook', stored(4))(secret));
+    assert.equal(tiny.size, 1);
   });
 
   it('the envelope of an event without fields is still well-formed JSON', () => {

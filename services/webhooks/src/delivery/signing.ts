@@ -75,6 +75,41 @@ export function prepareRequestBody(format: DeliveryFormat, payloadText: string):
   return signedEnvelope(toWebhookPayload(payload));
 }
 
+/**
+ * Request bodies prepared once per payload (`prepareRequestBody`): an event goes to many
+ * subscriptions whose deliveries differ only in the secret that signs them, claimed together or
+ * a few claims apart (each endpoint's queue moves at its own pace). The most recent payloads are
+ * kept, up to `keptCharacters` of them; what is derived from each is about twice as much again.
+ */
+export class RequestBodies {
+  private readonly prepared = new Map<string, (secret: string) => string>();
+  private characters = 0;
+
+  constructor(private readonly keptCharacters = 2_000_000) {}
+
+  of(format: DeliveryFormat, payloadText: string): (secret: string) => string {
+    const key = format === 'webhook' ? payloadText : `${format}\n${payloadText}`;
+    let body = this.prepared.get(key);
+    if (!body) {
+      body = prepareRequestBody(format, payloadText);
+      this.prepared.set(key, body);
+      this.characters += key.length;
+      // Oldest first, as a Map iterates; the newest is always kept.
+      for (const oldest of this.prepared.keys()) {
+        if (this.characters <= this.keptCharacters || oldest === key) break;
+        this.prepared.delete(oldest);
+        this.characters -= oldest.length;
+      }
+    }
+    return body;
+  }
+
+  /** How many payloads are prepared and kept. */
+  get size(): number {
+    return this.prepared.size;
+  }
+}
+
 export interface SignatureHeaders {
   'webhook-id': string;
   'webhook-timestamp': string;

@@ -1,7 +1,6 @@
 import { batchPerKey, newId, type Db, type Logger } from '@merx/kit';
-import { prepareRequestBody, signatureHeaders } from '../delivery/signing.js';
+import { RequestBodies, signatureHeaders } from '../delivery/signing.js';
 import type { WebhookSender } from '../delivery/sender.js';
-import type { DeliveryFormat } from '../domain/endpoint.js';
 import { decideAfterAttempt, type SendResult } from '../domain/outcome.js';
 import type { RetryPolicy } from '../domain/retry.js';
 import { signingSecrets } from '../domain/subscription.js';
@@ -45,6 +44,7 @@ export class DeliveryWorker {
   private wakeUp: (() => void) | undefined;
   private pendingWake = false;
   private readonly record: (key: string, attempt: FinishedAttempt) => Promise<void>;
+  private readonly bodies = new RequestBodies();
   private readonly now: () => Date;
 
   constructor(private readonly options: DeliveryWorkerOptions) {
@@ -131,8 +131,7 @@ export class DeliveryWorker {
           await this.sleep(pollIntervalMs);
           continue;
         }
-        const bodies = new RequestBodies();
-        for (const delivery of claimed) this.startSending(delivery, bodies);
+        for (const delivery of claimed) this.startSending(delivery);
       }
       if (!this.running) break;
       // Claim again at once only if that could find more; when every endpoint with due work is
@@ -143,10 +142,10 @@ export class DeliveryWorker {
     }
   }
 
-  private startSending(delivery: ClaimedDelivery, bodies: RequestBodies): void {
+  private startSending(delivery: ClaimedDelivery): void {
     this.inFlight += 1;
     webhookInFlight.inc();
-    const send = this.send(delivery, bodies)
+    const send = this.send(delivery)
       .catch((error) =>
         this.options.logger.error(
           { err: error, delivery_id: delivery.id },
@@ -162,9 +161,9 @@ export class DeliveryWorker {
     this.sends.add(send);
   }
 
-  private async send(delivery: ClaimedDelivery, bodies: RequestBodies): Promise<void> {
+  private async send(delivery: ClaimedDelivery): Promise<void> {
     const startedAt = this.now();
-    const body = bodies.of(delivery.format, delivery.payloadText)(delivery.secret);
+    const body = this.bodies.of(delivery.format, delivery.payloadText)(delivery.secret);
     const headers = signatureHeaders({
       messageId: delivery.eventId,
       timestampSeconds: Math.floor(startedAt.getTime() / 1000),
@@ -235,21 +234,5 @@ export class DeliveryWorker {
       const timer = setTimeout(done, ms);
       this.wakeUp = done;
     });
-  }
-}
-
-/**
- * The request bodies of one claim's deliveries, prepared once per payload: a claim holds an
- * event's deliveries to many subscriptions, which differ only in the secret that signs them.
- */
-class RequestBodies {
-  private readonly prepared = new Map<DeliveryFormat, Map<string, (secret: string) => string>>();
-
-  of(format: DeliveryFormat, payloadText: string): (secret: string) => string {
-    let byPayload = this.prepared.get(format);
-    if (!byPayload) this.prepared.set(format, (byPayload = new Map()));
-    let body = byPayload.get(payloadText);
-    if (!body) byPayload.set(payloadText, (body = prepareRequestBody(format, payloadText)));
-    return body;
   }
 }
