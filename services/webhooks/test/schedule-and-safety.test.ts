@@ -178,10 +178,12 @@ describe('a worker that stops mid-delivery', function () {
            VALUES ($1, $2, $3, 'products.created', 'subscription', $4, 'pending', $5, $5, $5)`,
           [api.merchantId, deliveryId, event.id, subscription.id, claimedAt],
         );
-        await tx.query(
-          `INSERT INTO webhooks.claims (merchant_id, endpoint_id, delivery_id, worker_id, claimed_at) VALUES ($1, $2, $3, 'wkr_gone', $4)`,
-          [api.merchantId, subscription.id, deliveryId, claimedAt],
-        );
+        await tx.query(`INSERT INTO webhooks.claims (merchant_id, endpoint_id, delivery_id, worker_id, claimed_at) VALUES ($1, $2, $3, 'wkr_gone', $4)`, [
+          api.merchantId,
+          subscription.id,
+          deliveryId,
+          claimedAt,
+        ]);
       });
       const delivery = await api.deliveryWhen(deliveryId, (d) => d.status === 'succeeded');
       assert.deepEqual(

@@ -57,9 +57,7 @@ describe('the work queue in PostgreSQL', function () {
       payloads.set(event.id, JSON.stringify(payload));
       // Each event's deliveries become due a millisecond after the previous event's.
       await db.transaction(async (tx) => {
-        await insertEvents(tx, [
-          { id: event.id, merchantId, topic: event.topic, createdAt: start, payload, payloadText: payloads.get(event.id)! },
-        ]);
+        await insertEvents(tx, [{ id: event.id, merchantId, topic: event.topic, createdAt: start, payload, payloadText: payloads.get(event.id)! }]);
         const made = subscriptions.map((s) => ({
           merchantId,
           id: newId('del'),
@@ -97,6 +95,14 @@ describe('the work queue in PostgreSQL', function () {
       [merchantId],
     );
     return rows.map((row) => [row.delivery_id, row.worker_id]);
+  }
+
+  async function queueOf(merchantId: string) {
+    const { rows } = await db.query<{ delivery_id: string; next_attempt_at: Date }>(
+      `SELECT delivery_id, next_attempt_at FROM webhooks.queue WHERE merchant_id = $1 ORDER BY delivery_id`,
+      [merchantId],
+    );
+    return rows.map((row) => [row.delivery_id, row.next_attempt_at.toISOString()]);
   }
 
   async function dueAt(merchantId: string, endpointId: string): Promise<Date | null> {
@@ -141,6 +147,20 @@ describe('the work queue in PostgreSQL', function () {
       assert.deepEqual(delivery.claimedAt, at(2));
     }
     assert.equal((await claimsOf(merchantId)).length, 6);
+    // What was claimed left the queue; the rest waits there in due order.
+    assert.deepEqual(
+      await queueOf(merchantId),
+      [
+        ...deliveries
+          .get(a.id)!
+          .slice(3)
+          .map((id, n) => [id, at(3 + n).toISOString()]),
+        ...deliveries
+          .get(b.id)!
+          .slice(3)
+          .map((id, n) => [id, at(3 + n).toISOString()]),
+      ].sort(),
+    );
     assert.deepEqual(await dueAt(merchantId, a.id), at(3), 'the earliest delivery left');
     // Both endpoints are at their cap: another worker finds nothing, even once all are due.
     const second = await claim('wkr_second', 100, at(10));
@@ -152,8 +172,12 @@ describe('the work queue in PostgreSQL', function () {
     assert.equal(await dueAt(merchantId, a.id), null);
     assert.equal(await dueAt(merchantId, b.id), null);
     assert.equal((await claimsOf(merchantId)).length, 10);
+    assert.deepEqual(await queueOf(merchantId), []);
     const rows = await deliveryRows(merchantId);
-    assert.ok([...rows.values()].every((row) => row.status === 'pending' && row.attempt_count === 0), 'a claim changes no delivery');
+    assert.ok(
+      [...rows.values()].every((row) => row.status === 'pending' && row.attempt_count === 0),
+      'a claim changes no delivery',
+    );
   });
 
   it('records a batch: a success, a retry, a dead letter and a delivery handed on each land in their own state', async () => {
@@ -191,6 +215,16 @@ describe('the work queue in PostgreSQL', function () {
         ['dead', 1, null, at(200).toISOString()],
         ['pending', 0, at(3).toISOString(), null],
       ],
+    );
+    // Only the retry waits again, for its time; only the dead letter has a time of death.
+    assert.deepEqual(await queueOf(merchantId), [[retried, retryAt.toISOString()]]);
+    const { rows: deaths } = await db.query<{ id: string }>(`SELECT id FROM webhooks.deliveries WHERE merchant_id = $1 AND dead_at = $2`, [
+      merchantId,
+      at(200),
+    ]);
+    assert.deepEqual(
+      deaths.map((row) => row.id),
+      [died],
     );
     const { rows: attempts } = await db.query<{ delivery_id: string; status_code: number }>(
       `SELECT delivery_id, status_code FROM webhooks.attempts WHERE merchant_id = $1 ORDER BY status_code`,
@@ -238,6 +272,10 @@ describe('the work queue in PostgreSQL', function () {
       [alsoLost, 1, at(10).toISOString()],
     ]);
     assert.deepEqual(await claimsOf(merchantId), [[kept, 'wkr_live']]);
+    assert.deepEqual(
+      await queueOf(merchantId),
+      [lost, alsoLost].sort().map((id) => [id, at(20_000).toISOString()]),
+    );
     const rows = await deliveryRows(merchantId);
     for (const id of [lost, alsoLost]) {
       assert.equal(rows.get(id)!.status, 'failing');

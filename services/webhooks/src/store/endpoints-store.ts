@@ -4,21 +4,10 @@ import { WEBHOOKS_SCHEMA } from './migrations.js';
 
 /** Subscriptions and destinations alike: what the engine schedules, claims and switches off. */
 export const ENDPOINTS = `${WEBHOOKS_SCHEMA}.endpoints`;
-const DELIVERIES = `${WEBHOOKS_SCHEMA}.deliveries`;
 /** The deliveries a worker is sending: one row per claim (`work-queue-store`). */
 export const CLAIMS = `${WEBHOOKS_SCHEMA}.claims`;
-
-/**
- * Deliveries not finished and not claimed the old way: the predicate of the index that keeps each
- * endpoint's queue in due order, which only a query implying it can use. `claimed_by` is always
- * NULL now that claims have a table of their own, so these are waiting or claimed.
- */
-export const queued = (alias: string) => `${alias}.status IN ('pending', 'failing') AND ${alias}.claimed_by IS NULL`;
-
-/** The rows of the work queue: not finished and not claimed by a worker. */
-export const waiting = (alias: string) =>
-  `${queued(alias)}
-   AND NOT EXISTS (SELECT 1 FROM ${CLAIMS} claim WHERE claim.merchant_id = ${alias}.merchant_id AND claim.endpoint_id = ${alias}.endpoint_id AND claim.delivery_id = ${alias}.id)`;
+/** The deliveries waiting for their next attempt, per endpoint in due order (`work-queue-store`). */
+export const QUEUE = `${WEBHOOKS_SCHEMA}.queue`;
 
 /** Columns both kinds of endpoint are read with: where to send, its state, its secrets, its version. */
 export const COMMON_ENDPOINT_COLUMNS =
@@ -177,7 +166,7 @@ export async function markEndpointsDue(tx: Queryable, due: (EndpointKey & { at: 
  */
 export async function scheduleWaitingDeliveries(tx: Queryable, merchantId: MerchantId, endpointId: string): Promise<boolean> {
   const { rows } = await tx.query<{ due_at: Date | null }>(
-    `UPDATE ${ENDPOINTS} s SET due_at = (SELECT min(d.next_attempt_at) FROM ${DELIVERIES} d WHERE d.merchant_id = s.merchant_id AND d.endpoint_id = s.id AND ${waiting('d')})
+    `UPDATE ${ENDPOINTS} s SET due_at = (SELECT min(q.next_attempt_at) FROM ${QUEUE} q WHERE q.merchant_id = s.merchant_id AND q.endpoint_id = s.id)
      WHERE s.merchant_id = $1 AND s.id = $2 RETURNING s.due_at`,
     [merchantId, endpointId],
   );

@@ -1,7 +1,7 @@
 import { openOptionalSecret, openSecret, type Queryable } from '@merx/kit';
 import type { Attempt, DeliveryStatus } from '../domain/delivery.js';
 import type { DeliveryFormat, EndpointKind } from '../domain/endpoint.js';
-import { CLAIMS, ENDPOINTS, markEndpointsDue, queued } from './endpoints-store.js';
+import { CLAIMS, ENDPOINTS, markEndpointsDue, QUEUE } from './endpoints-store.js';
 import { WEBHOOKS_SCHEMA } from './migrations.js';
 
 /**
@@ -124,37 +124,41 @@ export async function claimDueDeliveries(tx: Queryable, workerId: string, limits
   // The second statement claims, sends every endpoint looked at to the back of the round and
   // recomputes its due_at from what still waits (NULL when nothing does, which also repairs an
   // over-eager lower bound). One walk of each endpoint's queue serves both: its first take + 1
-  // deliveries not claimed, in due order, of which the due ones among the first `take` are
-  // claimed and the earliest of the rest is the new due_at. The endpoint's claims (at most its
-  // cap, all in the snapshot since its row is locked) are read once and skipped by id. All parts
-  // see the same snapshot, so the walk still sees the deliveries being claimed as waiting;
-  // `picked` tells them apart.
+  // waiting deliveries in due order, of which the due ones among the first `take` are claimed
+  // (taken off the queue, a claim row each) and the earliest of the rest is the new due_at. Each
+  // step after the walk is driven by the rows the previous one returned.
   const { rows } = await tx.query<ClaimRow>(
     `WITH endpoints AS (
-       SELECT e.merchant_id, e.endpoint_id, e.take,
-              ARRAY(SELECT c.delivery_id FROM ${CLAIMS} c WHERE c.merchant_id = e.merchant_id AND c.endpoint_id = e.endpoint_id) AS claimed
-       FROM unnest($1::text[], $2::text[], $3::int[]) AS e(merchant_id, endpoint_id, take)
+       SELECT * FROM unnest($1::text[], $2::text[], $3::int[]) AS e(merchant_id, endpoint_id, take)
      ),
-     queue AS (
-       SELECT merchant_id, endpoint_id, id, next_attempt_at,
+     walk AS (
+       SELECT merchant_id, endpoint_id, delivery_id, next_attempt_at,
               (row_number() OVER (PARTITION BY merchant_id, endpoint_id ORDER BY next_attempt_at) <= take AND next_attempt_at <= $5) AS picked
        FROM (
-         SELECT e.merchant_id, e.endpoint_id, e.take, w.id, w.next_attempt_at
+         SELECT e.merchant_id, e.endpoint_id, e.take, w.delivery_id, w.next_attempt_at
          FROM endpoints e
          CROSS JOIN LATERAL (
-           SELECT d.id, d.next_attempt_at FROM ${DELIVERIES} d
-           WHERE d.merchant_id = e.merchant_id AND d.endpoint_id = e.endpoint_id AND ${queued('d')} AND d.id <> ALL (e.claimed)
-           ORDER BY d.next_attempt_at LIMIT e.take + 1
+           SELECT q.delivery_id, q.next_attempt_at FROM ${QUEUE} q
+           WHERE q.merchant_id = e.merchant_id AND q.endpoint_id = e.endpoint_id
+           ORDER BY q.next_attempt_at LIMIT e.take + 1
          ) w
        ) walked
      ),
+     dequeued AS (
+       DELETE FROM ${QUEUE} q USING walk w
+       WHERE w.picked AND q.merchant_id = w.merchant_id AND q.endpoint_id = w.endpoint_id AND q.next_attempt_at = w.next_attempt_at
+         AND q.delivery_id = w.delivery_id
+       RETURNING q.merchant_id, q.endpoint_id, q.delivery_id
+     ),
+     -- A queue row outliving its delivery (it cannot, every delete takes both) is dropped, not claimed.
      claimed AS (
        INSERT INTO ${CLAIMS} (merchant_id, endpoint_id, delivery_id, worker_id, claimed_at)
-       SELECT merchant_id, endpoint_id, id, $4, $5 FROM queue WHERE picked
+       SELECT merchant_id, endpoint_id, delivery_id, $4, $5 FROM dequeued d
+       WHERE EXISTS (SELECT 1 FROM ${DELIVERIES} x WHERE x.merchant_id = d.merchant_id AND x.id = d.delivery_id)
        RETURNING merchant_id, delivery_id, claimed_at
      ),
      left_waiting AS (
-       SELECT merchant_id, endpoint_id, min(next_attempt_at) AS due_at FROM queue WHERE NOT picked GROUP BY merchant_id, endpoint_id
+       SELECT merchant_id, endpoint_id, min(next_attempt_at) AS due_at FROM walk WHERE NOT picked GROUP BY merchant_id, endpoint_id
      ),
      served AS (
        UPDATE ${ENDPOINTS} s SET last_served_at = $5, due_at = l.due_at
@@ -247,10 +251,15 @@ export async function recordAttempts(tx: Queryable, workerId: string, results: A
      updated AS (
        UPDATE ${DELIVERIES} d SET status = u.status, attempt_count = GREATEST(d.attempt_count, u.number), next_attempt_at = u.next_attempt_at,
          first_attempt_at = COALESCE(d.first_attempt_at, u.first_attempt_at), last_status_code = u.status_code, last_error = u.error,
-         updated_at = $15, completed_at = CASE WHEN u.status IN ('succeeded', 'dead') THEN $15::timestamptz END
+         updated_at = $15, completed_at = CASE WHEN u.status IN ('succeeded', 'dead') THEN $15::timestamptz END,
+         dead_at = CASE WHEN u.status = 'dead' THEN $15::timestamptz ELSE d.dead_at END
        FROM released u
        WHERE d.merchant_id = u.merchant_id AND d.id = u.id
        RETURNING u.*
+     ),
+     requeued AS (
+       INSERT INTO ${QUEUE} (merchant_id, endpoint_id, next_attempt_at, delivery_id)
+       SELECT merchant_id, endpoint_id, next_attempt_at, id FROM updated WHERE next_attempt_at IS NOT NULL
      )
      INSERT INTO ${ATTEMPTS} (merchant_id, delivery_id, number, endpoint_id, started_at, status_code, duration_ms, error, error_message, response_excerpt)
      SELECT u.merchant_id, u.id, u.number, u.endpoint_id, u.started_at, u.status_code, u.duration_ms, u.error, u.error_message, u.response_excerpt
@@ -339,12 +348,18 @@ export async function releaseClaimsOfDeadWorkers(tx: Queryable, staleBefore: Dat
        DELETE FROM ${CLAIMS} c USING orphaned o
        WHERE c.merchant_id = o.merchant_id AND c.endpoint_id = o.endpoint_id AND c.delivery_id = o.delivery_id
        RETURNING c.merchant_id, c.delivery_id, c.claimed_at
+     ),
+     interrupted AS (
+       UPDATE ${DELIVERIES} d SET attempt_count = d.attempt_count + 1,
+         first_attempt_at = COALESCE(d.first_attempt_at, released.claimed_at), status = 'failing',
+         last_error = 'interrupted', last_status_code = NULL, next_attempt_at = $1, updated_at = $1
+       FROM released WHERE d.merchant_id = released.merchant_id AND d.id = released.delivery_id
+       RETURNING d.merchant_id, d.id, d.endpoint_id, d.topic, d.event_id, d.attempt_count, released.claimed_at, d.first_attempt_at
+     ),
+     requeued AS (
+       INSERT INTO ${QUEUE} (merchant_id, endpoint_id, next_attempt_at, delivery_id) SELECT merchant_id, endpoint_id, $1, id FROM interrupted
      )
-     UPDATE ${DELIVERIES} d SET attempt_count = d.attempt_count + 1,
-       first_attempt_at = COALESCE(d.first_attempt_at, released.claimed_at), status = 'failing',
-       last_error = 'interrupted', last_status_code = NULL, next_attempt_at = $1, updated_at = $1
-     FROM released WHERE d.merchant_id = released.merchant_id AND d.id = released.delivery_id
-     RETURNING d.merchant_id, d.id, d.endpoint_id, d.topic, d.event_id, d.attempt_count, released.claimed_at, d.first_attempt_at`,
+     SELECT * FROM interrupted`,
     [now],
   );
   if (rows.length === 0) return [];
