@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { buildEvent, installSecretKeyRing, migrateSchema, newId, trustedMerchantId, type Db } from '@merx/kit';
+import { buildEvent, installSecretKeyRing, migrateSchema, newId, sealSecret, trustedMerchantId, type Db } from '@merx/kit';
 import { createScratchDatabase, testSecretKeys } from '@merx/kit/testing';
 import { generateWebhookSecret } from '../src/delivery/signing.js';
 import { toWebhookPayload } from '../src/domain/delivery.js';
@@ -7,7 +7,14 @@ import { insertDeliveries } from '../src/store/deliveries-store.js';
 import { insertEvents } from '../src/store/events-store.js';
 import { WEBHOOKS_SCHEMA, webhooksMigrations } from '../src/store/migrations.js';
 import { insertSubscriptionForMerchant } from '../src/store/subscriptions-store.js';
-import { beatWorker, claimDueDeliveries, recordAttempts, releaseClaimsOfDeadWorkers, type AttemptResult } from '../src/store/work-queue-store.js';
+import {
+  beatWorker,
+  claimDueDeliveries,
+  OpenedSecrets,
+  recordAttempts,
+  releaseClaimsOfDeadWorkers,
+  type AttemptResult,
+} from '../src/store/work-queue-store.js';
 import { productObject } from './harness.js';
 
 /**
@@ -247,6 +254,32 @@ describe('the work queue in PostgreSQL', function () {
     assert.deepEqual(
       later.deliveries.map((d) => [d.id, d.attemptCount]),
       [[retried, 1]],
+    );
+  });
+
+  it('signs with the secrets the endpoint has at the claim, though opened secrets are kept between claims', async () => {
+    const { merchantId, subscriptions } = await queue(1, 2);
+    const { id: endpointId, secret: first } = subscriptions[0]!;
+    const secrets = new OpenedSecrets();
+    const claimOne = (now: Date) => db.transaction((tx) => claimDueDeliveries(tx, 'wkr_signer', { budget: 1, maxInFlightPerEndpoint: 10 }, now, secrets));
+    const before = await claimOne(at(10));
+    assert.deepEqual(
+      before.deliveries.map((d) => [d.secret, d.previousSecret]),
+      [[first, null]],
+    );
+    // A rotation: the new secret signs, the old one too while its overlap lasts.
+    const second = generateWebhookSecret();
+    await db.query(`UPDATE webhooks.endpoints SET secret = $3, previous_secret = $4, previous_secret_expires_at = $5 WHERE merchant_id = $1 AND id = $2`, [
+      merchantId,
+      endpointId,
+      sealSecret(second, { merchantId, recordId: endpointId }),
+      sealSecret(first, { merchantId, recordId: endpointId }),
+      at(60_000),
+    ]);
+    const after = await claimOne(at(10));
+    assert.deepEqual(
+      after.deliveries.map((d) => [d.secret, d.previousSecret]),
+      [[second, first]],
     );
   });
 

@@ -4,7 +4,15 @@ import type { WebhookSender } from '../delivery/sender.js';
 import { decideAfterAttempt, type SendResult } from '../domain/outcome.js';
 import type { RetryPolicy } from '../domain/retry.js';
 import { signingSecrets } from '../domain/subscription.js';
-import { beatWorker, claimDueDeliveries, endpointKey, releaseClaimsOfDeadWorkers, retireWorker, type ClaimedDelivery } from '../store/work-queue-store.js';
+import {
+  beatWorker,
+  claimDueDeliveries,
+  endpointKey,
+  OpenedSecrets,
+  releaseClaimsOfDeadWorkers,
+  retireWorker,
+  type ClaimedDelivery,
+} from '../store/work-queue-store.js';
 import type { FinishedAttempt } from '../usecases/outcomes.js';
 import { webhookAttemptDuration, webhookAttempts, webhookInFlight } from './metrics.js';
 
@@ -45,6 +53,7 @@ export class DeliveryWorker {
   private pendingWake = false;
   private readonly record: (key: string, attempt: FinishedAttempt) => Promise<void>;
   private readonly bodies = new RequestBodies();
+  private readonly secrets = new OpenedSecrets();
   private readonly now: () => Date;
 
   constructor(private readonly options: DeliveryWorkerOptions) {
@@ -124,6 +133,7 @@ export class DeliveryWorker {
                 answeredAwaitingRecord: this.answeredAwaitingRecord,
               },
               this.now(),
+              this.secrets,
             ),
           ));
         } catch (error) {

@@ -83,7 +83,13 @@ export interface ClaimResult {
   moreMayBeDue: boolean;
 }
 
-export async function claimDueDeliveries(tx: Queryable, workerId: string, limits: ClaimLimits, now: Date): Promise<ClaimResult> {
+export async function claimDueDeliveries(
+  tx: Queryable,
+  workerId: string,
+  limits: ClaimLimits,
+  now: Date,
+  secrets: OpenedSecrets = new OpenedSecrets(),
+): Promise<ClaimResult> {
   const endpointsPerClaim = limits.endpointsPerClaim ?? 64;
   // One statement picks the endpoints in fairness order and locks those no other worker holds.
   const { rows: locked } = await tx.query<{ merchant_id: string; id: string; turn: number; last_served_at: Date | null; in_flight: number }>(
@@ -177,20 +183,8 @@ export async function claimDueDeliveries(tx: Queryable, workerId: string, limits
      CROSS JOIN LATERAL (SELECT format, url, secret, previous_secret, previous_secret_expires_at FROM ${ENDPOINTS} x WHERE x.merchant_id = d.merchant_id AND x.id = d.endpoint_id) s`,
     [locked.map((e) => e.merchant_id), locked.map((e) => e.id), take, workerId, now],
   );
-  // A claim holds many deliveries of few endpoints: each endpoint's secrets are opened once.
-  const secrets = new Map<string, { secret: string; previousSecret: string | null }>();
-  const secretsOf = (row: ClaimRow) => {
-    const key = endpointKey(row.merchant_id, row.endpoint_id);
-    let opened = secrets.get(key);
-    if (!opened) {
-      const owner = { merchantId: row.merchant_id, recordId: row.endpoint_id };
-      opened = { secret: openSecret(row.secret, owner), previousSecret: openOptionalSecret(row.previous_secret, owner) };
-      secrets.set(key, opened);
-    }
-    return opened;
-  };
   const deliveries = rows.map((row) => {
-    const { secret, previousSecret } = secretsOf(row);
+    const { secret, previousSecret } = secrets.of(row);
     return {
       merchantId: row.merchant_id,
       id: row.id,
@@ -210,6 +204,35 @@ export async function claimDueDeliveries(tx: Queryable, workerId: string, limits
     };
   });
   return { deliveries, moreMayBeDue };
+}
+
+/**
+ * Endpoints' signing secrets as opened from their sealed form, kept while the sealed values stay
+ * the same: a claim holds deliveries of a few endpoints, claims follow each other closely, and
+ * opening (AES-GCM) for each was a visible part of a claim's cost. A rotation, an update or a
+ * reseal changes the sealed value, so a secret that changed is opened again, never served stale.
+ */
+export class OpenedSecrets {
+  private readonly opened = new Map<string, { sealed: string; previousSealed: string | null; secret: string; previousSecret: string | null }>();
+
+  constructor(private readonly kept = 4_096) {}
+
+  of(row: { merchant_id: string; endpoint_id: string; secret: string; previous_secret: string | null }): { secret: string; previousSecret: string | null } {
+    const key = endpointKey(row.merchant_id, row.endpoint_id);
+    const known = this.opened.get(key);
+    if (known && known.sealed === row.secret && known.previousSealed === row.previous_secret) return known;
+    const owner = { merchantId: row.merchant_id, recordId: row.endpoint_id };
+    const opened = {
+      sealed: row.secret,
+      previousSealed: row.previous_secret,
+      secret: openSecret(row.secret, owner),
+      previousSecret: openOptionalSecret(row.previous_secret, owner),
+    };
+    this.opened.delete(key);
+    if (this.opened.size >= this.kept) this.opened.delete(this.opened.keys().next().value!);
+    this.opened.set(key, opened);
+    return opened;
+  }
 }
 
 /** What one finished attempt changes: the attempt itself and where its delivery stands afterwards. */
