@@ -152,7 +152,7 @@ function vacuumPolicy(text: string): VacuumPolicy {
 export type LatencyStages = Record<'stored' | 'queued' | 'sent', { p50: number; p99: number }>;
 
 /** The tables the delivery engine reads and updates on every claim and attempt. */
-const QUEUE_TABLES = ['webhooks.endpoints', 'webhooks.deliveries', 'webhooks.events'];
+const QUEUE_TABLES = ['webhooks.endpoints', 'webhooks.deliveries', 'webhooks.events', 'webhooks.claims', 'webhooks.queue'];
 
 /**
  * The benchmark's own hand on its database: VACUUM between runs, so each run starts from the same

@@ -256,7 +256,7 @@ describe('webhook delivery with two workers on one queue', function () {
       // Recorded once each, every claim released.
       for (;;) {
         const { rows } = await first.db.query<{ succeeded: number; claimed: number; attempts: number }>(
-          `SELECT count(*) FILTER (WHERE status = 'succeeded')::int AS succeeded, count(claimed_by)::int AS claimed,
+          `SELECT count(*) FILTER (WHERE status = 'succeeded')::int AS succeeded, (SELECT count(*)::int FROM webhooks.claims) AS claimed,
                   (SELECT count(*)::int FROM webhooks.attempts) AS attempts
            FROM webhooks.deliveries`,
         );

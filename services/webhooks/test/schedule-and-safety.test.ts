@@ -172,11 +172,19 @@ describe('a worker that stops mid-delivery', function () {
       const claimedAt = new Date(Date.now() - 5_000);
       const deliveryId = newId('del');
       await harness.db.query(`INSERT INTO webhooks.workers (id, heartbeat_at) VALUES ('wkr_gone', $1)`, [new Date(Date.now() - 60_000)]);
-      await harness.db.query(
-        `INSERT INTO webhooks.deliveries (merchant_id, id, event_id, topic, endpoint_kind, endpoint_id, status, claimed_by, claimed_at, next_attempt_at, created_at, updated_at)
-         VALUES ($1, $2, $3, 'products.created', 'subscription', $4, 'pending', 'wkr_gone', $5, $5, $5, $5)`,
-        [api.merchantId, deliveryId, event.id, subscription.id, claimedAt],
-      );
+      await harness.db.transaction(async (tx) => {
+        await tx.query(
+          `INSERT INTO webhooks.deliveries (merchant_id, id, event_id, topic, endpoint_kind, endpoint_id, status, next_attempt_at, created_at, updated_at)
+           VALUES ($1, $2, $3, 'products.created', 'subscription', $4, 'pending', $5, $5, $5)`,
+          [api.merchantId, deliveryId, event.id, subscription.id, claimedAt],
+        );
+        await tx.query(`INSERT INTO webhooks.claims (merchant_id, endpoint_id, delivery_id, worker_id, claimed_at) VALUES ($1, $2, $3, 'wkr_gone', $4)`, [
+          api.merchantId,
+          subscription.id,
+          deliveryId,
+          claimedAt,
+        ]);
+      });
       const delivery = await api.deliveryWhen(deliveryId, (d) => d.status === 'succeeded');
       assert.deepEqual(
         delivery.attempts.map((a: any) => [a.number, a.error]),

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomFillSync } from 'node:crypto';
 
 /**
  * Ids are `<prefix>_<26 chars>`: 10 chars of millisecond time and 16 of randomness in Crockford
@@ -24,7 +24,9 @@ export const idPrefixes = {
 export type IdPrefix = (typeof idPrefixes)[keyof typeof idPrefixes] | string;
 
 let lastTime = -1;
-let lastRandom: number[] = [];
+let lastTimeText = '';
+/** The random part of the last id, one base32 digit (0–31) per character. */
+const lastRandom = new Uint8Array(RANDOM_LENGTH);
 
 function encodeTime(time: number): string {
   let out = '';
@@ -36,31 +38,44 @@ function encodeTime(time: number): string {
   return out;
 }
 
-function freshRandom(): number[] {
-  const bytes = randomBytes(RANDOM_LENGTH);
-  return Array.from(bytes, (b) => b & 31);
+// Randomness comes from the CSPRNG in blocks: a randomBytes call (and its array) for every
+// millisecond that mints an id was most of newId's cost, and fan-out mints one per delivery.
+const RANDOM_POOL_BYTES = RANDOM_LENGTH * 256;
+const randomPool = Buffer.alloc(RANDOM_POOL_BYTES);
+let randomPoolOffset = RANDOM_POOL_BYTES;
+
+function drawFreshRandom(): void {
+  if (randomPoolOffset === RANDOM_POOL_BYTES) {
+    randomFillSync(randomPool);
+    randomPoolOffset = 0;
+  }
+  for (let i = 0; i < RANDOM_LENGTH; i++) lastRandom[i] = randomPool[randomPoolOffset + i]! & 31;
+  randomPoolOffset += RANDOM_LENGTH;
 }
 
-function incrementRandom(digits: number[]): number[] {
-  const next = digits.slice();
-  for (let i = next.length - 1; i >= 0; i--) {
-    if (next[i]! < 31) {
-      next[i]! += 1;
-      return next;
+/** The next random part within one millisecond; past the largest, a fresh one (as good as never). */
+function incrementRandom(): void {
+  for (let i = RANDOM_LENGTH - 1; i >= 0; i--) {
+    if (lastRandom[i]! < 31) {
+      lastRandom[i]! += 1;
+      return;
     }
-    next[i] = 0;
+    lastRandom[i] = 0;
   }
-  return freshRandom();
+  drawFreshRandom();
 }
 
 export function newId(prefix: IdPrefix, now: number = Date.now()): string {
   if (now === lastTime) {
-    lastRandom = incrementRandom(lastRandom);
+    incrementRandom();
   } else {
     lastTime = now;
-    lastRandom = freshRandom();
+    lastTimeText = encodeTime(now);
+    drawFreshRandom();
   }
-  return `${prefix}_${encodeTime(now)}${lastRandom.map((d) => ALPHABET[d]).join('')}`;
+  let random = '';
+  for (let i = 0; i < RANDOM_LENGTH; i++) random += ALPHABET[lastRandom[i]!];
+  return `${prefix}_${lastTimeText}${random}`;
 }
 
 /**

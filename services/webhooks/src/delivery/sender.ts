@@ -1,5 +1,6 @@
 import { performance } from 'node:perf_hooks';
-import { Agent } from 'undici';
+import type { IncomingHttpHeaders } from 'node:http';
+import { Agent, type Dispatcher } from 'undici';
 import { guardedLookup, policyHostname, refuseLiteralHost, type HostResolver, type TargetPolicy } from '@merx/kit';
 
 /**
@@ -45,6 +46,7 @@ export class WebhookSender {
   private readonly connectTimeoutMs: number;
   private readonly totalTimeoutMs: number;
   private readonly maxResponseBytes: number;
+  private readonly targets = new Map<string, Target | { refused: SendFailure; message: string }>();
 
   constructor(options: WebhookSenderOptions) {
     this.policy = options.policy;
@@ -73,45 +75,45 @@ export class WebhookSender {
     const failure = (error: SendFailure, errorMessage: string, statusCode: number | null = null) =>
       finish({ ok: false, statusCode, error, errorMessage, responseExcerpt: null, retryAfterMs: null });
 
-    const url = URL.canParse(request.url) ? new URL(request.url) : null;
-    if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:')) return failure('connection', 'not an http or https URL');
-    // net.connect does not call `lookup` for IP literals, so guardedLookup never sees them.
-    const refusal = refuseLiteralHost(url.hostname, this.policy);
-    if (refusal) return failure('blocked', refusal.message);
+    const url = this.targetOf(request.url);
+    if ('refused' in url) return failure(url.refused, url.message);
 
-    // One timer for the whole exchange: undici's timeouts restart on every chunk, so a receiver
-    // trickling a byte a second would otherwise hold a worker slot for ever.
-    const controller = new AbortController();
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      controller.abort();
-    }, this.totalTimeoutMs);
-    let statusCode: number | null = null;
-    try {
-      const response = await this.agent.request({
-        origin: url.origin,
-        path: `${url.pathname}${url.search}`,
-        method: 'POST',
-        headers: { ...DEFAULT_HEADERS, ...request.headers },
-        body: request.body,
-        signal: controller.signal,
+    return new Promise<SendOutcome>((resolve) => {
+      const classify = (error: unknown) => classifyFailure(error, { hostname: url.hostname, connectTimeoutMs: this.connectTimeoutMs });
+      const exchange = new Exchange(this.maxResponseBytes, classify, (outcome) => {
+        clearTimeout(timer);
+        resolve(finish(outcome));
       });
-      statusCode = response.statusCode;
-      const responseExcerpt = await readExcerpt(response.body, this.maxResponseBytes);
-      const retryAfterMs = statusCode === 429 || statusCode === 503 ? parseRetryAfter(response.headers['retry-after']) : null;
-      if (statusCode >= 200 && statusCode < 300) {
-        return finish({ ok: true, statusCode, error: null, errorMessage: null, responseExcerpt, retryAfterMs });
-      }
-      const redirect = statusCode >= 300 && statusCode < 400 ? ' (redirects are not followed)' : '';
-      return finish({ ok: false, statusCode, error: 'http', errorMessage: `HTTP ${statusCode}${redirect}`, responseExcerpt, retryAfterMs });
-    } catch (error) {
-      if (timedOut) return failure('timeout', `no complete response within ${this.totalTimeoutMs} ms`, statusCode);
-      const { kind, message } = classifyFailure(error, { hostname: url.hostname, connectTimeoutMs: this.connectTimeoutMs });
-      return failure(kind, message, statusCode);
-    } finally {
-      clearTimeout(timer);
+      // One timer for the whole exchange: undici's timeouts restart on every chunk, so a receiver
+      // trickling a byte a second would otherwise hold a worker slot for ever.
+      const timer = setTimeout(() => exchange.timeOut(`no complete response within ${this.totalTimeoutMs} ms`), this.totalTimeoutMs);
+      // dispatch rather than request(): the response is read by the handler below, without a
+      // stream, an async iterator or an AbortSignal per attempt.
+      this.agent.dispatch(
+        {
+          origin: url.origin,
+          path: url.path,
+          method: 'POST',
+          headers: { ...DEFAULT_HEADERS, ...request.headers },
+          body: request.body,
+        },
+        exchange,
+      );
+    });
+  }
+
+  /**
+   * Where a URL sends a request, or why it may not: parsed and checked once per URL, since an
+   * endpoint's URL is the same for all its deliveries. The policy is fixed for the sender's life.
+   */
+  private targetOf(text: string): Target | { refused: SendFailure; message: string } {
+    let target = this.targets.get(text);
+    if (!target) {
+      target = parseTarget(text, this.policy);
+      if (this.targets.size >= KEPT_TARGETS) this.targets.delete(this.targets.keys().next().value!);
+      this.targets.set(text, target);
     }
+    return target;
   }
 
   /** Waits for requests in flight, then closes the kept-alive connections. */
@@ -120,23 +122,109 @@ export class WebhookSender {
   }
 }
 
+type Outcome = Omit<SendOutcome, 'durationMs'>;
+
+interface Target {
+  origin: string;
+  path: string;
+  hostname: string;
+}
+
+/** URLs whose parse and check are kept (the oldest goes first): far more than the endpoints one worker sends to at once. */
+const KEPT_TARGETS = 4_096;
+
+function parseTarget(text: string, policy: TargetPolicy): Target | { refused: SendFailure; message: string } {
+  const url = URL.canParse(text) ? new URL(text) : null;
+  if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:')) return { refused: 'connection', message: 'not an http or https URL' };
+  // net.connect does not call `lookup` for IP literals, so guardedLookup never sees them.
+  const refusal = refuseLiteralHost(url.hostname, policy);
+  if (refusal) return { refused: 'blocked', message: refusal.message };
+  return { origin: url.origin, path: `${url.pathname}${url.search}`, hostname: url.hostname };
+}
+
 /**
- * The first `limit` bytes of a body as text. The rest is not read: destroying the stream closes the
- * connection, so a receiver streaming megabytes costs us one chunk, not the download.
+ * One request's side of undici's dispatch: it keeps the status, the Retry-After and the first
+ * bytes of the body, and settles once with what the attempt log needs. The rest of a long body is
+ * not read: aborting closes the connection, so a receiver streaming megabytes costs us one chunk,
+ * not the download.
  */
-async function readExcerpt(body: AsyncIterable<Buffer> & { destroy(): unknown }, limit: number): Promise<string> {
-  const chunks: Buffer[] = [];
-  let length = 0;
-  for await (const chunk of body) {
-    chunks.push(chunk);
-    length += chunk.length;
-    if (length >= limit) break; // leaving the loop destroys the stream
+class Exchange implements Dispatcher.DispatchHandler {
+  private controller: Dispatcher.DispatchController | undefined;
+  private settled = false;
+  private timedOut: string | undefined;
+  private statusCode: number | null = null;
+  private retryAfterMs: number | null = null;
+  private readonly chunks: Buffer[] = [];
+  private received = 0;
+
+  constructor(
+    private readonly limit: number,
+    private readonly classify: (error: unknown) => { kind: SendFailure; message: string },
+    private readonly settle: (outcome: Outcome) => void,
+  ) {}
+
+  /** The total timeout ran out: whatever undici is doing for this request stops. */
+  timeOut(message: string): void {
+    this.timedOut = message;
+    this.finish({ ok: false, statusCode: this.statusCode, error: 'timeout', errorMessage: message, responseExcerpt: null, retryAfterMs: null });
+    this.controller?.abort(new Error(message));
   }
-  body.destroy();
-  const bytes = Buffer.concat(chunks).subarray(0, limit);
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.controller = controller;
+    // Timed out while waiting for a connection: nothing is sent.
+    if (this.timedOut !== undefined) controller.abort(new Error(this.timedOut));
+  }
+
+  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
+    this.statusCode = statusCode;
+    if (statusCode === 429 || statusCode === 503) this.retryAfterMs = parseRetryAfter(headers['retry-after']);
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.settled) return;
+    this.chunks.push(chunk);
+    this.received += chunk.length;
+    if (this.received < this.limit) return;
+    this.answered();
+    controller.abort(new Error('the excerpt of the response is read'));
+  }
+
+  onResponseEnd(): void {
+    this.answered();
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController | undefined, error: Error): void {
+    const { kind, message } = this.classify(error);
+    this.finish({ ok: false, statusCode: this.statusCode, error: kind, errorMessage: message, responseExcerpt: null, retryAfterMs: null });
+  }
+
+  /** The response, or its first `limit` bytes, has arrived. */
+  private answered(): void {
+    const statusCode = this.statusCode!;
+    const responseExcerpt = excerptOf(this.chunks, this.received, this.limit);
+    if (statusCode >= 200 && statusCode < 300) {
+      this.finish({ ok: true, statusCode, error: null, errorMessage: null, responseExcerpt, retryAfterMs: this.retryAfterMs });
+      return;
+    }
+    const redirect = statusCode >= 300 && statusCode < 400 ? ' (redirects are not followed)' : '';
+    this.finish({ ok: false, statusCode, error: 'http', errorMessage: `HTTP ${statusCode}${redirect}`, responseExcerpt, retryAfterMs: this.retryAfterMs });
+  }
+
+  private finish(outcome: Outcome): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.settle(outcome);
+  }
+}
+
+/** The first `limit` bytes of a body as text. */
+function excerptOf(chunks: Buffer[], received: number, limit: number): string {
+  if (received === 0) return '';
+  const bytes = (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)).subarray(0, limit);
   // When the body was cut, `stream: true` holds back a trailing half character instead of
   // decoding it to U+FFFD; invalid bytes elsewhere still become U+FFFD.
-  const text = new TextDecoder().decode(bytes, { stream: length > limit });
+  const text = new TextDecoder().decode(bytes, { stream: received > limit });
   return text.replaceAll('\u0000', '\ufffd');
 }
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { toWebhookPayload, type WebhookPayload } from '../domain/delivery.js';
-import { bodyHmac, generateWebhookSecret, requestBody, secretKey, signatureHeaders, webhookBody } from './signing.js';
+import { bodyHmac, generateWebhookSecret, prepareRequestBody, RequestBodies, requestBody, secretKey, signatureHeaders, webhookBody } from './signing.js';
 
 const PAYLOAD: WebhookPayload = {
   id: 'evt_01jd3k7q8m2x4v6b9c0d1e2f3g',
@@ -74,6 +74,45 @@ describe('delivery signing', () => {
     assert.deepEqual(Object.keys(parsed), ['id', 'topic', 'merchant_id', 'created_at', 'api_version', 'data', 'hmac_sha256']);
     const { hmac_sha256, ...rest } = parsed;
     assert.equal(hmac_sha256, bodyHmac(rest, secret));
+  });
+
+  it('a prepared payload gives, for each secret, the bytes JSON.stringify gives with hmac_sha256 appended', () => {
+    const [first, second] = [generateWebhookSecret(), generateWebhookSecret()];
+    // As stored: the event's own key order, with a member the envelope does not carry.
+    const stored = JSON.stringify({ context: { request_id: 'req_1' }, ...PAYLOAD, data: { object: { b: 1, a: [{ y: null, x: 'é\u2028' }] } } });
+    const payload = JSON.parse(stored) as WebhookPayload;
+    const prepared = prepareRequestBody('webhook', stored);
+    for (const secret of [first, second, first]) {
+      const body = prepared(secret);
+      assert.equal(body, JSON.stringify({ ...toWebhookPayload(payload), hmac_sha256: bodyHmac(payload, secret) }));
+      assert.equal(body, webhookBody(payload, secret));
+    }
+    assert.notEqual(prepared(first), prepared(second));
+    const http = prepareRequestBody('http', stored);
+    assert.equal(http(first), JSON.stringify(payload.data.object));
+    assert.equal(http(second), http(first));
+  });
+
+  it('keeps prepared payloads up to its budget, newest last, and gives the same bodies either way', () => {
+    const secret = generateWebhookSecret();
+    const stored = (n: number) => JSON.stringify({ ...PAYLOAD, id: `evt_${n}` });
+    const size = stored(1).length;
+    const bodies = new RequestBodies(size * 2);
+    for (const n of [1, 2, 3]) assert.equal(bodies.of('webhook', stored(n))(secret), prepareRequestBody('webhook', stored(n))(secret));
+    assert.equal(bodies.size, 2, 'the oldest went');
+    // The same payload for an http destination is another body.
+    assert.equal(bodies.of('http', stored(3))(secret), JSON.stringify(PAYLOAD.data.object));
+    assert.equal(bodies.of('webhook', stored(1))(secret), webhookBody(JSON.parse(stored(1)) as WebhookPayload, secret));
+    // One payload above the whole budget is still prepared (and kept alone).
+    const tiny = new RequestBodies(10);
+    assert.equal(tiny.of('webhook', stored(4))(secret), prepareRequestBody('webhook', stored(4))(secret));
+    assert.equal(tiny.size, 1);
+  });
+
+  it('the envelope of an event without fields is still well-formed JSON', () => {
+    const secret = generateWebhookSecret();
+    const empty = JSON.parse(webhookBody({} as WebhookPayload, secret)) as Record<string, unknown>;
+    assert.deepEqual(Object.keys(empty), ['hmac_sha256']);
   });
 
   it('the headers verify with the standardwebhooks library', () => {

@@ -27,14 +27,29 @@ export function secretKey(secret: string): Buffer {
 
 /** Hex HMAC-SHA256 of the payload's canonical JSON: independent of key order and whitespace. */
 export function bodyHmac(payload: WebhookPayload, secret: string): string {
-  return createHmac('sha256', secretKey(secret))
-    .update(canonicalJson(toWebhookPayload(payload)))
-    .digest('hex');
+  return hexHmac(secret, canonicalJson(toWebhookPayload(payload)));
+}
+
+function hexHmac(secret: string, text: string): string {
+  return createHmac('sha256', secretKey(secret)).update(text).digest('hex');
 }
 
 /** The request body: the payload's fields in order, then `hmac_sha256`. */
 export function webhookBody(payload: WebhookPayload, secret: string): string {
-  return JSON.stringify({ ...toWebhookPayload(payload), hmac_sha256: bodyHmac(payload, secret) });
+  return signedEnvelope(toWebhookPayload(payload))(secret);
+}
+
+/**
+ * The envelope's body for any secret. Everything but `hmac_sha256` is the same for every
+ * endpoint an event goes to, so the canonical JSON and the serialisation are done once, and the
+ * body is that serialisation with the member appended: the bytes `JSON.stringify` gives for the
+ * fields followed by `hmac_sha256`.
+ */
+function signedEnvelope(envelope: WebhookPayload): (secret: string) => string {
+  const canonical = canonicalJson(envelope);
+  const fields = JSON.stringify(envelope);
+  const head = fields === '{}' ? '{' : `${fields.slice(0, -1)},`;
+  return (secret) => `${head}"hmac_sha256":"${hexHmac(secret, canonical)}"}`;
 }
 
 /**
@@ -44,6 +59,55 @@ export function webhookBody(payload: WebhookPayload, secret: string): string {
  */
 export function requestBody(format: DeliveryFormat, payload: WebhookPayload, secret: string): string {
   return format === 'http' ? JSON.stringify(payload.data.object) : webhookBody(payload, secret);
+}
+
+/**
+ * `requestBody` for a stored payload, prepared once for every endpoint of one format it goes to:
+ * an event fans out to many subscriptions, each with its own secret, and parsing and serialising
+ * it for each was most of the cost of signing.
+ */
+export function prepareRequestBody(format: DeliveryFormat, payloadText: string): (secret: string) => string {
+  const payload = JSON.parse(payloadText) as WebhookPayload;
+  if (format === 'http') {
+    const body = JSON.stringify(payload.data.object);
+    return () => body;
+  }
+  return signedEnvelope(toWebhookPayload(payload));
+}
+
+/**
+ * Request bodies prepared once per payload (`prepareRequestBody`): an event goes to many
+ * subscriptions whose deliveries differ only in the secret that signs them, claimed together or
+ * a few claims apart (each endpoint's queue moves at its own pace). The most recent payloads are
+ * kept, up to `keptCharacters` of them; what is derived from each is about twice as much again.
+ */
+export class RequestBodies {
+  private readonly prepared = new Map<string, (secret: string) => string>();
+  private characters = 0;
+
+  constructor(private readonly keptCharacters = 2_000_000) {}
+
+  of(format: DeliveryFormat, payloadText: string): (secret: string) => string {
+    const key = format === 'webhook' ? payloadText : `${format}\n${payloadText}`;
+    let body = this.prepared.get(key);
+    if (!body) {
+      body = prepareRequestBody(format, payloadText);
+      this.prepared.set(key, body);
+      this.characters += key.length;
+      // Oldest first, as a Map iterates; the newest is always kept.
+      for (const oldest of this.prepared.keys()) {
+        if (this.characters <= this.keptCharacters || oldest === key) break;
+        this.prepared.delete(oldest);
+        this.characters -= oldest.length;
+      }
+    }
+    return body;
+  }
+
+  /** How many payloads are prepared and kept. */
+  get size(): number {
+    return this.prepared.size;
+  }
 }
 
 export interface SignatureHeaders {

@@ -1,11 +1,18 @@
 import { batchPerKey, newId, type Db, type Logger } from '@merx/kit';
-import { requestBody, signatureHeaders } from '../delivery/signing.js';
+import { RequestBodies, signatureHeaders } from '../delivery/signing.js';
 import type { WebhookSender } from '../delivery/sender.js';
-import type { WebhookPayload } from '../domain/delivery.js';
 import { decideAfterAttempt, type SendResult } from '../domain/outcome.js';
 import type { RetryPolicy } from '../domain/retry.js';
 import { signingSecrets } from '../domain/subscription.js';
-import { beatWorker, claimDueDeliveries, endpointKey, releaseClaimsOfDeadWorkers, retireWorker, type ClaimedDelivery } from '../store/work-queue-store.js';
+import {
+  beatWorker,
+  claimDueDeliveries,
+  endpointKey,
+  OpenedSecrets,
+  releaseClaimsOfDeadWorkers,
+  retireWorker,
+  type ClaimedDelivery,
+} from '../store/work-queue-store.js';
 import type { FinishedAttempt } from '../usecases/outcomes.js';
 import { webhookAttemptDuration, webhookAttempts, webhookInFlight } from './metrics.js';
 
@@ -45,6 +52,8 @@ export class DeliveryWorker {
   private wakeUp: (() => void) | undefined;
   private pendingWake = false;
   private readonly record: (key: string, attempt: FinishedAttempt) => Promise<void>;
+  private readonly bodies = new RequestBodies();
+  private readonly secrets = new OpenedSecrets();
   private readonly now: () => Date;
 
   constructor(private readonly options: DeliveryWorkerOptions) {
@@ -124,6 +133,7 @@ export class DeliveryWorker {
                 answeredAwaitingRecord: this.answeredAwaitingRecord,
               },
               this.now(),
+              this.secrets,
             ),
           ));
         } catch (error) {
@@ -163,8 +173,7 @@ export class DeliveryWorker {
 
   private async send(delivery: ClaimedDelivery): Promise<void> {
     const startedAt = this.now();
-    const payload = JSON.parse(delivery.payloadText) as WebhookPayload;
-    const body = requestBody(delivery.format, payload, delivery.secret);
+    const body = this.bodies.of(delivery.format, delivery.payloadText)(delivery.secret);
     const headers = signatureHeaders({
       messageId: delivery.eventId,
       timestampSeconds: Math.floor(startedAt.getTime() / 1000),

@@ -1,7 +1,7 @@
 import type { MerchantId, Queryable } from '@merx/kit';
 import type { Attempt, AttemptError, Delivery, DeliveryStatus } from '../domain/delivery.js';
 import type { EndpointKind } from '../domain/endpoint.js';
-import { ENDPOINTS, markEndpointsDue } from './endpoints-store.js';
+import { ENDPOINTS, markEndpointsDue, QUEUE } from './endpoints-store.js';
 import { WEBHOOKS_SCHEMA } from './migrations.js';
 
 const DELIVERIES = `${WEBHOOKS_SCHEMA}.deliveries`;
@@ -71,22 +71,30 @@ export interface NewDelivery {
 }
 
 /**
- * New deliveries are due at once; their endpoints' `due_at` is pulled forward so the next claim
- * finds them without scanning the deliveries. A routing already delivered (the same
- * internal.record_routed again, under any envelope) adds nothing. Answers how many deliveries
- * were added that are due.
+ * New deliveries are due at once: they join their endpoint's queue, and the endpoint's `due_at`
+ * is pulled forward so the next claim finds them without scanning the queues. A routing already
+ * delivered (the same internal.record_routed again, under any envelope) adds nothing. Answers how
+ * many deliveries were added that are due.
  */
 export async function insertDeliveries(tx: Queryable, deliveries: NewDelivery[], now: Date): Promise<number> {
   if (deliveries.length === 0) return 0;
   const column = <T>(pick: (d: NewDelivery) => T) => deliveries.map(pick);
   const { rows: inserted } = await tx.query<{ merchant_id: string; endpoint_id: string; status: string }>(
-    `INSERT INTO ${DELIVERIES} (merchant_id, id, event_id, topic, endpoint_kind, endpoint_id, payload, routed_id, status, last_error, replay_of,
-                                next_attempt_at, completed_at, created_at, updated_at)
-     SELECT m, i, e, t, k, ep, p, rt, st, le, r, CASE WHEN st = 'pending' THEN $12::timestamptz END, CASE WHEN st = 'dead' THEN $12::timestamptz END, $12, $12
-     FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[])
-       AS n(m, i, e, t, k, ep, p, rt, st, le, r)
-     ON CONFLICT (merchant_id, routed_id) WHERE routed_id IS NOT NULL DO NOTHING
-     RETURNING merchant_id, endpoint_id, status`,
+    `WITH inserted AS (
+       INSERT INTO ${DELIVERIES} (merchant_id, id, event_id, topic, endpoint_kind, endpoint_id, payload, routed_id, status, last_error, replay_of,
+                                  next_attempt_at, completed_at, dead_at, created_at, updated_at)
+       SELECT m, i, e, t, k, ep, p, rt, st, le, r, CASE WHEN st = 'pending' THEN $12::timestamptz END,
+              CASE WHEN st = 'dead' THEN $12::timestamptz END, CASE WHEN st = 'dead' THEN $12::timestamptz END, $12, $12
+       FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[])
+         AS n(m, i, e, t, k, ep, p, rt, st, le, r)
+       ON CONFLICT (merchant_id, routed_id) WHERE routed_id IS NOT NULL DO NOTHING
+       RETURNING merchant_id, id, endpoint_id, status, next_attempt_at
+     ),
+     queued AS (
+       INSERT INTO ${QUEUE} (merchant_id, endpoint_id, next_attempt_at, delivery_id)
+       SELECT merchant_id, endpoint_id, next_attempt_at, id FROM inserted WHERE status = 'pending'
+     )
+     SELECT merchant_id, endpoint_id, status FROM inserted`,
     [
       column((d) => d.merchantId),
       column((d) => d.id),
@@ -174,8 +182,10 @@ function deliveryConditions(merchantId: MerchantId, filters: DeliveryFilters, pa
     params.push(value);
     conditions.push(sql.replaceAll('?', `$${params.length}`));
   };
-  const timeColumn = filters.deadLetters ? 'completed_at' : 'created_at';
-  if (filters.deadLetters) conditions.push(`status = 'dead' AND replayed_by IS NULL`);
+  // A dead letter's time is when it died (its completed_at); dead_at is that time, kept apart so
+  // the index finding dead letters names no column an attempt changes.
+  const timeColumn = filters.deadLetters ? 'dead_at' : 'created_at';
+  if (filters.deadLetters) conditions.push(`dead_at IS NOT NULL AND replayed_by IS NULL`);
   if (filters.subscriptionId) add(`endpoint_kind = 'subscription' AND endpoint_id = ?`, filters.subscriptionId);
   if (filters.destinationId) add(`endpoint_kind = 'destination' AND endpoint_id = ?`, filters.destinationId);
   if (filters.eventId) add('event_id = ?', filters.eventId);
@@ -215,7 +225,7 @@ export async function lockDeadLettersForReplay(tx: Queryable, merchantId: Mercha
   conditions.push(`endpoint_id IN (SELECT id FROM ${ENDPOINTS} WHERE merchant_id = $1 AND status = 'enabled')`);
   params.push(limit + 1);
   const { rows } = await tx.query<DeliveryRow>(
-    `SELECT ${DELIVERY_COLUMNS} FROM ${DELIVERIES} WHERE ${conditions.join(' AND ')} ORDER BY completed_at, id LIMIT $${params.length} FOR UPDATE`,
+    `SELECT ${DELIVERY_COLUMNS} FROM ${DELIVERIES} WHERE ${conditions.join(' AND ')} ORDER BY dead_at, id LIMIT $${params.length} FOR UPDATE`,
     params,
   );
   return rows.map(toDelivery);
@@ -234,6 +244,7 @@ export async function markReplayed(tx: Queryable, merchantId: MerchantId, pairs:
 /** An endpoint's whole log: its deliveries (dead letters too) and their attempts. Tenant-scoped. */
 export async function deleteDeliveriesOfEndpoint(tx: Queryable, merchantId: MerchantId, endpointId: string): Promise<void> {
   await tx.query(`DELETE FROM ${ATTEMPTS} WHERE merchant_id = $1 AND endpoint_id = $2`, [merchantId, endpointId]);
+  await tx.query(`DELETE FROM ${QUEUE} WHERE merchant_id = $1 AND endpoint_id = $2`, [merchantId, endpointId]);
   await tx.query(`DELETE FROM ${DELIVERIES} WHERE merchant_id = $1 AND endpoint_id = $2`, [merchantId, endpointId]);
 }
 

@@ -4,10 +4,10 @@ import { WEBHOOKS_SCHEMA } from './migrations.js';
 
 /** Subscriptions and destinations alike: what the engine schedules, claims and switches off. */
 export const ENDPOINTS = `${WEBHOOKS_SCHEMA}.endpoints`;
-const DELIVERIES = `${WEBHOOKS_SCHEMA}.deliveries`;
-
-/** The rows of the work queue: not finished and not claimed by a worker. */
-export const waiting = (alias: string) => `${alias}.status IN ('pending', 'failing') AND ${alias}.claimed_by IS NULL`;
+/** The deliveries a worker is sending: one row per claim (`work-queue-store`). */
+export const CLAIMS = `${WEBHOOKS_SCHEMA}.claims`;
+/** The deliveries waiting for their next attempt, per endpoint in due order (`work-queue-store`). */
+export const QUEUE = `${WEBHOOKS_SCHEMA}.queue`;
 
 /** Columns both kinds of endpoint are read with: where to send, its state, its secrets, its version. */
 export const COMMON_ENDPOINT_COLUMNS =
@@ -166,7 +166,7 @@ export async function markEndpointsDue(tx: Queryable, due: (EndpointKey & { at: 
  */
 export async function scheduleWaitingDeliveries(tx: Queryable, merchantId: MerchantId, endpointId: string): Promise<boolean> {
   const { rows } = await tx.query<{ due_at: Date | null }>(
-    `UPDATE ${ENDPOINTS} s SET due_at = (SELECT min(d.next_attempt_at) FROM ${DELIVERIES} d WHERE d.merchant_id = s.merchant_id AND d.endpoint_id = s.id AND ${waiting('d')})
+    `UPDATE ${ENDPOINTS} s SET due_at = (SELECT min(q.next_attempt_at) FROM ${QUEUE} q WHERE q.merchant_id = s.merchant_id AND q.endpoint_id = s.id)
      WHERE s.merchant_id = $1 AND s.id = $2 RETURNING s.due_at`,
     [merchantId, endpointId],
   );

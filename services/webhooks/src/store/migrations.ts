@@ -155,4 +155,51 @@ export const webhooksMigrations: Migration[] = [
       CREATE INDEX destination_tombstones_by_age ON {{schema}}.destination_tombstones (removed_at);
     `,
   },
+  {
+    id: '004_delivery_queue',
+    // The work queue leaves the deliveries table. A claim was an update of the wide delivery row,
+    // and so was an attempt's record; both changed columns of its indexes (the waiting queue, the
+    // in-flight count, the dead letters), so each wrote a new version of the row elsewhere and an
+    // entry in every index of the table, and left as many dead ones for VACUUM. Now:
+    // - the deliveries waiting for their next attempt are narrow rows of their own, in due order
+    //   per endpoint (queue): inserted with the delivery or its retry, deleted by the claim;
+    // - a claim is a narrow row of its own (claims), inserted by the claim and deleted by the
+    //   attempt's record or by the release of a dead worker's claims; its key counts an endpoint's
+    //   deliveries in flight;
+    // - a dead letter is found by dead_at, set only when a delivery dies.
+    // No index of deliveries then names a column an attempt's record changes, and the table keeps
+    // room on its pages (for pages written from now on), so the record is a heap-only (HOT) update
+    // on the row's own page. What was waiting and claimed moves over; a worker still running the
+    // previous release has its claims released as interrupted if it never records them.
+    sql: `
+      CREATE TABLE {{schema}}.queue (
+        merchant_id text NOT NULL,
+        endpoint_id text NOT NULL,
+        next_attempt_at timestamptz NOT NULL,
+        delivery_id text NOT NULL,
+        PRIMARY KEY (merchant_id, endpoint_id, next_attempt_at, delivery_id)
+      );
+      CREATE TABLE {{schema}}.claims (
+        merchant_id text NOT NULL,
+        endpoint_id text NOT NULL,
+        delivery_id text NOT NULL,
+        worker_id text NOT NULL,
+        claimed_at timestamptz NOT NULL,
+        PRIMARY KEY (merchant_id, endpoint_id, delivery_id)
+      );
+      INSERT INTO {{schema}}.queue (merchant_id, endpoint_id, next_attempt_at, delivery_id)
+        SELECT merchant_id, endpoint_id, next_attempt_at, id FROM {{schema}}.deliveries
+        WHERE status IN ('pending', 'failing') AND claimed_by IS NULL AND next_attempt_at IS NOT NULL;
+      INSERT INTO {{schema}}.claims (merchant_id, endpoint_id, delivery_id, worker_id, claimed_at)
+        SELECT merchant_id, endpoint_id, id, claimed_by, claimed_at FROM {{schema}}.deliveries WHERE claimed_by IS NOT NULL;
+      ALTER TABLE {{schema}}.deliveries ADD COLUMN dead_at timestamptz;
+      UPDATE {{schema}}.deliveries SET dead_at = completed_at WHERE status = 'dead';
+      CREATE INDEX deliveries_dead_letters ON {{schema}}.deliveries (merchant_id, dead_at) WHERE dead_at IS NOT NULL AND replayed_by IS NULL;
+      DROP INDEX {{schema}}.deliveries_dead;
+      DROP INDEX {{schema}}.deliveries_waiting;
+      DROP INDEX {{schema}}.deliveries_in_flight;
+      ALTER TABLE {{schema}}.deliveries DROP COLUMN claimed_by, DROP COLUMN claimed_at;
+      ALTER TABLE {{schema}}.deliveries SET (fillfactor = 70);
+    `,
+  },
 ];

@@ -1,5 +1,5 @@
 import type { MerchantId, Queryable } from '@merx/kit';
-import { ENDPOINTS } from './endpoints-store.js';
+import { ENDPOINTS, QUEUE } from './endpoints-store.js';
 import { WEBHOOKS_SCHEMA } from './migrations.js';
 
 /** What a sandbox reset took away, as `internal.sandbox_service_reset` reports it. */
@@ -21,8 +21,9 @@ export interface WebhooksDataRemoved {
  */
 export async function wipeWebhooksDataOfMerchant(tx: Queryable, merchantId: MerchantId, eventsBefore: Date): Promise<WebhooksDataRemoved> {
   const { rows } = await tx.query<WebhooksDataRemoved>(
-    `WITH gone_deliveries AS (DELETE FROM ${WEBHOOKS_SCHEMA}.deliveries WHERE merchant_id = $1 AND endpoint_kind = 'subscription' RETURNING id),
+    `WITH gone_deliveries AS (DELETE FROM ${WEBHOOKS_SCHEMA}.deliveries WHERE merchant_id = $1 AND endpoint_kind = 'subscription' RETURNING id, endpoint_id),
           gone_attempts AS (DELETE FROM ${WEBHOOKS_SCHEMA}.attempts a USING gone_deliveries d WHERE a.merchant_id = $1 AND a.delivery_id = d.id),
+          gone_queue AS (DELETE FROM ${QUEUE} q USING gone_deliveries d WHERE q.merchant_id = $1 AND q.endpoint_id = d.endpoint_id AND q.delivery_id = d.id),
           gone_endpoints AS (DELETE FROM ${ENDPOINTS} WHERE merchant_id = $1 AND kind = 'subscription' RETURNING 1),
           gone_events AS (DELETE FROM ${WEBHOOKS_SCHEMA}.events WHERE merchant_id = $1 AND created_at < $2 RETURNING 1)
      SELECT (SELECT count(*) FROM gone_endpoints)::int AS subscriptions,

@@ -1,7 +1,7 @@
 import { openOptionalSecret, openSecret, type Queryable } from '@merx/kit';
 import type { Attempt, DeliveryStatus } from '../domain/delivery.js';
 import type { DeliveryFormat, EndpointKind } from '../domain/endpoint.js';
-import { ENDPOINTS, markEndpointsDue, waiting } from './endpoints-store.js';
+import { CLAIMS, ENDPOINTS, markEndpointsDue, QUEUE } from './endpoints-store.js';
 import { WEBHOOKS_SCHEMA } from './migrations.js';
 
 /**
@@ -83,7 +83,13 @@ export interface ClaimResult {
   moreMayBeDue: boolean;
 }
 
-export async function claimDueDeliveries(tx: Queryable, workerId: string, limits: ClaimLimits, now: Date): Promise<ClaimResult> {
+export async function claimDueDeliveries(
+  tx: Queryable,
+  workerId: string,
+  limits: ClaimLimits,
+  now: Date,
+  secrets: OpenedSecrets = new OpenedSecrets(),
+): Promise<ClaimResult> {
   const endpointsPerClaim = limits.endpointsPerClaim ?? 64;
   // One statement picks the endpoints in fairness order and locks those no other worker holds.
   const { rows: locked } = await tx.query<{ merchant_id: string; id: string; turn: number; last_served_at: Date | null; in_flight: number }>(
@@ -94,7 +100,7 @@ export async function claimDueDeliveries(tx: Queryable, workerId: string, limits
        ORDER BY turn, last_served_at NULLS FIRST LIMIT $2
      )
      SELECT s.merchant_id, s.id, ranked.turn::int AS turn, ranked.last_served_at,
-            (SELECT count(*)::int FROM ${DELIVERIES} d WHERE d.merchant_id = s.merchant_id AND d.endpoint_id = s.id AND d.claimed_by IS NOT NULL) AS in_flight
+            (SELECT count(*)::int FROM ${CLAIMS} c WHERE c.merchant_id = s.merchant_id AND c.endpoint_id = s.id) AS in_flight
      FROM ${ENDPOINTS} s JOIN ranked ON ranked.merchant_id = s.merchant_id AND ranked.id = s.id
      WHERE s.status = 'enabled'
      FOR UPDATE OF s SKIP LOCKED`,
@@ -123,47 +129,62 @@ export async function claimDueDeliveries(tx: Queryable, workerId: string, limits
   if (take.every((count) => count === 0)) return { deliveries: [], moreMayBeDue };
   // The second statement claims, sends every endpoint looked at to the back of the round and
   // recomputes its due_at from what still waits (NULL when nothing does, which also repairs an
-  // over-eager lower bound). All parts see the same snapshot, so the rows being claimed are
-  // left out of that minimum by name.
+  // over-eager lower bound). One walk of each endpoint's queue serves both: its first take + 1
+  // waiting deliveries in due order, of which the due ones among the first `take` are claimed
+  // (taken off the queue, a claim row each) and the earliest of the rest is the new due_at. Each
+  // step after the walk is driven by the rows the previous one returned.
   const { rows } = await tx.query<ClaimRow>(
     `WITH endpoints AS (
        SELECT * FROM unnest($1::text[], $2::text[], $3::int[]) AS e(merchant_id, endpoint_id, take)
      ),
-     picked AS (
-       SELECT w.merchant_id, w.id FROM endpoints e
-       CROSS JOIN LATERAL (
-         SELECT d.merchant_id, d.id FROM ${DELIVERIES} d
-         WHERE d.merchant_id = e.merchant_id AND d.endpoint_id = e.endpoint_id AND ${waiting('d')} AND d.next_attempt_at <= $5
-         ORDER BY d.next_attempt_at LIMIT e.take
-       ) w
-       WHERE e.take > 0
+     walk AS (
+       SELECT merchant_id, endpoint_id, delivery_id, next_attempt_at,
+              (row_number() OVER (PARTITION BY merchant_id, endpoint_id ORDER BY next_attempt_at) <= take AND next_attempt_at <= $5) AS picked
+       FROM (
+         SELECT e.merchant_id, e.endpoint_id, e.take, w.delivery_id, w.next_attempt_at
+         FROM endpoints e
+         CROSS JOIN LATERAL (
+           SELECT q.delivery_id, q.next_attempt_at FROM ${QUEUE} q
+           WHERE q.merchant_id = e.merchant_id AND q.endpoint_id = e.endpoint_id
+           ORDER BY q.next_attempt_at LIMIT e.take + 1
+         ) w
+       ) walked
      ),
+     dequeued AS (
+       DELETE FROM ${QUEUE} q USING walk w
+       WHERE w.picked AND q.merchant_id = w.merchant_id AND q.endpoint_id = w.endpoint_id AND q.next_attempt_at = w.next_attempt_at
+         AND q.delivery_id = w.delivery_id
+       RETURNING q.merchant_id, q.endpoint_id, q.delivery_id
+     ),
+     -- A queue row outliving its delivery (it cannot, every delete takes both) is dropped, not claimed.
      claimed AS (
-       UPDATE ${DELIVERIES} d SET claimed_by = $4, claimed_at = $5
-       FROM picked WHERE d.merchant_id = picked.merchant_id AND d.id = picked.id
-       RETURNING d.merchant_id, d.id, d.event_id, d.topic, d.endpoint_kind, d.endpoint_id, d.payload, d.attempt_count, d.first_attempt_at, d.claimed_at
+       INSERT INTO ${CLAIMS} (merchant_id, endpoint_id, delivery_id, worker_id, claimed_at)
+       SELECT merchant_id, endpoint_id, delivery_id, $4, $5 FROM dequeued d
+       WHERE EXISTS (SELECT 1 FROM ${DELIVERIES} x WHERE x.merchant_id = d.merchant_id AND x.id = d.delivery_id)
+       RETURNING merchant_id, delivery_id, claimed_at
+     ),
+     left_waiting AS (
+       SELECT merchant_id, endpoint_id, min(next_attempt_at) AS due_at FROM walk WHERE NOT picked GROUP BY merchant_id, endpoint_id
      ),
      served AS (
-       UPDATE ${ENDPOINTS} s SET last_served_at = $5,
-         due_at = (SELECT d.next_attempt_at FROM ${DELIVERIES} d
-                   WHERE d.merchant_id = s.merchant_id AND d.endpoint_id = s.id AND ${waiting('d')}
-                     AND NOT EXISTS (SELECT 1 FROM picked p WHERE p.merchant_id = d.merchant_id AND p.id = d.id)
-                   ORDER BY d.next_attempt_at LIMIT 1)
-       FROM endpoints e WHERE s.merchant_id = e.merchant_id AND s.id = e.endpoint_id
+       UPDATE ${ENDPOINTS} s SET last_served_at = $5, due_at = l.due_at
+       FROM endpoints e LEFT JOIN left_waiting l ON l.merchant_id = e.merchant_id AND l.endpoint_id = e.endpoint_id
+       WHERE s.merchant_id = e.merchant_id AND s.id = e.endpoint_id
      )
      -- LATERAL lookups by the whole primary key, so the plan never depends on how big the
      -- tables were when statistics were last taken (a plan made on empty tables joined events on
      -- merchant_id alone and filtered a merchant's whole history per delivery). A routed record's
      -- delivery carries its own payload and has no event to look up.
-     SELECT c.merchant_id, c.id, c.event_id, c.topic, c.endpoint_kind, c.endpoint_id, c.attempt_count, c.first_attempt_at, c.claimed_at,
-            COALESCE(c.payload, ev.payload) AS payload, s.format, s.url, s.secret, s.previous_secret, s.previous_secret_expires_at
+     SELECT d.merchant_id, d.id, d.event_id, d.topic, d.endpoint_kind, d.endpoint_id, d.attempt_count, d.first_attempt_at, c.claimed_at,
+            COALESCE(d.payload, ev.payload) AS payload, s.format, s.url, s.secret, s.previous_secret, s.previous_secret_expires_at
      FROM claimed c
-     LEFT JOIN LATERAL (SELECT payload FROM ${WEBHOOKS_SCHEMA}.events e WHERE c.payload IS NULL AND e.merchant_id = c.merchant_id AND e.id = c.event_id) ev ON true
-     CROSS JOIN LATERAL (SELECT format, url, secret, previous_secret, previous_secret_expires_at FROM ${ENDPOINTS} x WHERE x.merchant_id = c.merchant_id AND x.id = c.endpoint_id) s`,
+     CROSS JOIN LATERAL (SELECT * FROM ${DELIVERIES} x WHERE x.merchant_id = c.merchant_id AND x.id = c.delivery_id) d
+     LEFT JOIN LATERAL (SELECT payload FROM ${WEBHOOKS_SCHEMA}.events e WHERE d.payload IS NULL AND e.merchant_id = d.merchant_id AND e.id = d.event_id) ev ON true
+     CROSS JOIN LATERAL (SELECT format, url, secret, previous_secret, previous_secret_expires_at FROM ${ENDPOINTS} x WHERE x.merchant_id = d.merchant_id AND x.id = d.endpoint_id) s`,
     [locked.map((e) => e.merchant_id), locked.map((e) => e.id), take, workerId, now],
   );
   const deliveries = rows.map((row) => {
-    const owner = { merchantId: row.merchant_id, recordId: row.endpoint_id };
+    const { secret, previousSecret } = secrets.of(row);
     return {
       merchantId: row.merchant_id,
       id: row.id,
@@ -177,12 +198,41 @@ export async function claimDueDeliveries(tx: Queryable, workerId: string, limits
       payloadText: row.payload,
       format: row.format,
       url: row.url,
-      secret: openSecret(row.secret, owner),
-      previousSecret: openOptionalSecret(row.previous_secret, owner),
+      secret,
+      previousSecret,
       previousSecretExpiresAt: row.previous_secret_expires_at,
     };
   });
   return { deliveries, moreMayBeDue };
+}
+
+/**
+ * Endpoints' signing secrets as opened from their sealed form, kept while the sealed values stay
+ * the same: a claim holds deliveries of a few endpoints, claims follow each other closely, and
+ * opening (AES-GCM) for each was a visible part of a claim's cost. A rotation, an update or a
+ * reseal changes the sealed value, so a secret that changed is opened again, never served stale.
+ */
+export class OpenedSecrets {
+  private readonly opened = new Map<string, { sealed: string; previousSealed: string | null; secret: string; previousSecret: string | null }>();
+
+  constructor(private readonly kept = 4_096) {}
+
+  of(row: { merchant_id: string; endpoint_id: string; secret: string; previous_secret: string | null }): { secret: string; previousSecret: string | null } {
+    const key = endpointKey(row.merchant_id, row.endpoint_id);
+    const known = this.opened.get(key);
+    if (known && known.sealed === row.secret && known.previousSealed === row.previous_secret) return known;
+    const owner = { merchantId: row.merchant_id, recordId: row.endpoint_id };
+    const opened = {
+      sealed: row.secret,
+      previousSealed: row.previous_secret,
+      secret: openSecret(row.secret, owner),
+      previousSecret: openOptionalSecret(row.previous_secret, owner),
+    };
+    this.opened.delete(key);
+    if (this.opened.size >= this.kept) this.opened.delete(this.opened.keys().next().value!);
+    this.opened.set(key, opened);
+    return opened;
+  }
 }
 
 /** What one finished attempt changes: the attempt itself and where its delivery stands afterwards. */
@@ -204,23 +254,39 @@ export async function recordAttempts(tx: Queryable, workerId: string, results: A
   if (results.length === 0) return new Set();
   const column = <T>(pick: (r: AttemptResult) => T) => results.map(pick);
   const { rows } = await tx.query<{ delivery_id: string }>(
-    `WITH u AS (
-       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::timestamptz[], $6::timestamptz[], $7::int[], $8::text[],
-                            $9::text[], $10::timestamptz[], $11::int[], $12::text[], $13::text[])
+    `WITH u AS MATERIALIZED (
+       SELECT *, $14::text AS worker_id
+       FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::timestamptz[], $6::timestamptz[], $7::int[], $8::text[],
+                   $9::text[], $10::timestamptz[], $11::int[], $12::text[], $13::text[])
          AS u(merchant_id, id, status, number, next_attempt_at, first_attempt_at, status_code, error,
               endpoint_id, started_at, duration_ms, error_message, response_excerpt)
+     ),
+     -- Each step is driven by the rows the previous one returned, looked up by primary key: no
+     -- join of one step's result with another's, whose plan would rest on guesses about sizes.
+     -- The worker is matched as a column of the batch (materialized, so the planner cannot turn
+     -- it back into a constant), not as a filter of its own on claims: a generic plan guessed
+     -- such a filter leaves one claim, and then rescanned the whole batch for every claim.
+     released AS (
+       DELETE FROM ${CLAIMS} c USING u
+       WHERE c.merchant_id = u.merchant_id AND c.endpoint_id = u.endpoint_id AND c.delivery_id = u.id AND c.worker_id = u.worker_id
+       RETURNING u.*
      ),
      updated AS (
        UPDATE ${DELIVERIES} d SET status = u.status, attempt_count = GREATEST(d.attempt_count, u.number), next_attempt_at = u.next_attempt_at,
          first_attempt_at = COALESCE(d.first_attempt_at, u.first_attempt_at), last_status_code = u.status_code, last_error = u.error,
-         claimed_by = NULL, claimed_at = NULL, updated_at = $15,
-         completed_at = CASE WHEN u.status IN ('succeeded', 'dead') THEN $15::timestamptz END
-       FROM u WHERE d.merchant_id = u.merchant_id AND d.id = u.id AND d.claimed_by = $14
-       RETURNING d.merchant_id, d.id
+         updated_at = $15, completed_at = CASE WHEN u.status IN ('succeeded', 'dead') THEN $15::timestamptz END,
+         dead_at = CASE WHEN u.status = 'dead' THEN $15::timestamptz ELSE d.dead_at END
+       FROM released u
+       WHERE d.merchant_id = u.merchant_id AND d.id = u.id
+       RETURNING u.*
+     ),
+     requeued AS (
+       INSERT INTO ${QUEUE} (merchant_id, endpoint_id, next_attempt_at, delivery_id)
+       SELECT merchant_id, endpoint_id, next_attempt_at, id FROM updated WHERE next_attempt_at IS NOT NULL
      )
      INSERT INTO ${ATTEMPTS} (merchant_id, delivery_id, number, endpoint_id, started_at, status_code, duration_ms, error, error_message, response_excerpt)
      SELECT u.merchant_id, u.id, u.number, u.endpoint_id, u.started_at, u.status_code, u.duration_ms, u.error, u.error_message, u.response_excerpt
-     FROM u JOIN updated ON updated.merchant_id = u.merchant_id AND updated.id = u.id
+     FROM updated u
      ON CONFLICT DO NOTHING
      RETURNING delivery_id`,
     [
@@ -297,18 +363,26 @@ export async function releaseClaimsOfDeadWorkers(tx: Queryable, staleBefore: Dat
     first_attempt_at: Date | null;
   }>(
     `WITH orphaned AS (
-       SELECT merchant_id, id FROM ${DELIVERIES}
-       WHERE claimed_by IS NOT NULL AND claimed_by NOT IN (SELECT id FROM ${WEBHOOKS_SCHEMA}.workers)
+       SELECT merchant_id, endpoint_id, delivery_id FROM ${CLAIMS} c
+       WHERE NOT EXISTS (SELECT 1 FROM ${WEBHOOKS_SCHEMA}.workers w WHERE w.id = c.worker_id)
        FOR UPDATE SKIP LOCKED
      ),
-     previous AS (
-       SELECT d.merchant_id, d.id, d.claimed_at FROM ${DELIVERIES} d JOIN orphaned o USING (merchant_id, id)
+     released AS (
+       DELETE FROM ${CLAIMS} c USING orphaned o
+       WHERE c.merchant_id = o.merchant_id AND c.endpoint_id = o.endpoint_id AND c.delivery_id = o.delivery_id
+       RETURNING c.merchant_id, c.delivery_id, c.claimed_at
+     ),
+     interrupted AS (
+       UPDATE ${DELIVERIES} d SET attempt_count = d.attempt_count + 1,
+         first_attempt_at = COALESCE(d.first_attempt_at, released.claimed_at), status = 'failing',
+         last_error = 'interrupted', last_status_code = NULL, next_attempt_at = $1, updated_at = $1
+       FROM released WHERE d.merchant_id = released.merchant_id AND d.id = released.delivery_id
+       RETURNING d.merchant_id, d.id, d.endpoint_id, d.topic, d.event_id, d.attempt_count, released.claimed_at, d.first_attempt_at
+     ),
+     requeued AS (
+       INSERT INTO ${QUEUE} (merchant_id, endpoint_id, next_attempt_at, delivery_id) SELECT merchant_id, endpoint_id, $1, id FROM interrupted
      )
-     UPDATE ${DELIVERIES} d SET claimed_by = NULL, claimed_at = NULL, attempt_count = d.attempt_count + 1,
-       first_attempt_at = COALESCE(d.first_attempt_at, previous.claimed_at), status = 'failing',
-       last_error = 'interrupted', last_status_code = NULL, next_attempt_at = $1, updated_at = $1
-     FROM previous WHERE d.merchant_id = previous.merchant_id AND d.id = previous.id
-     RETURNING d.merchant_id, d.id, d.endpoint_id, d.topic, d.event_id, d.attempt_count, previous.claimed_at, d.first_attempt_at`,
+     SELECT * FROM interrupted`,
     [now],
   );
   if (rows.length === 0) return [];
