@@ -5,6 +5,7 @@ import { anyUnpack } from '@bufbuild/protobuf/wkt';
 import { createLocalJWKSet, exportJWK, generateKeyPair, SignJWT } from 'jose';
 import {
   ErrorInfoSchema,
+  MAX_BULK_PAGE_ITEMS,
   ProductResultSchema,
   ProductService,
   RetryInfoSchema,
@@ -164,6 +165,14 @@ describe('gRPC edge (component, real Redis)', function () {
     assert.equal(error, undefined, error?.details);
     assert.equal(answers.length, 3, 'one answer per message');
     assert.ok(elapsed >= 1_500, `600 items in pages of 200 at 200/s went through in ${elapsed} ms`);
+  });
+
+  it('lets a page longer than any service takes through to be refused as bad input, not paced as its items', async () => {
+    // At 20 items/s a page of 1,001 would wait 50 s for the bulk class; the stand-in answers it at once.
+    const client = await startEdge({ MERX_THROTTLE_BULK: '{"sandbox":20}', MERX_THROTTLE_BULK_MAX_WAIT_MS: '50' });
+    const { answers, error } = await upsertAll(client, metadataWith(await tokenFor()), MAX_BULK_PAGE_ITEMS + 1, MAX_BULK_PAGE_ITEMS + 1);
+    assert.equal(error, undefined, `got ${error?.code}: ${error?.details}`);
+    assert.equal(answers.length, 1, 'the page reached the service');
   });
 
   it('refuses with RESOURCE_EXHAUSTED and RetryInfo once the wait would be too long', async () => {

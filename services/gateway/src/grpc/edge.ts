@@ -2,7 +2,16 @@ import { toBinary, type DescFile } from '@bufbuild/protobuf';
 import { FileDescriptorProtoSchema } from '@bufbuild/protobuf/wkt';
 import { ReflectionService } from '@grpc/reflection';
 import { HealthImplementation } from 'grpc-health-check';
-import { bulkItemsInMessage, grpcBulkMethods, grpcFiles, grpcMethodScopes, grpcPathOf, grpcServices, type GrpcOwner } from '@merx/contracts/grpc';
+import {
+  bulkItemsInMessage,
+  grpcBulkMethods,
+  MAX_BULK_PAGE_ITEMS,
+  grpcFiles,
+  grpcMethodScopes,
+  grpcPathOf,
+  grpcServices,
+  type GrpcOwner,
+} from '@merx/contracts/grpc';
 import {
   authenticateGrpcCall,
   grpc,
@@ -194,7 +203,10 @@ export async function startGrpcEdge(deps: GrpcEdgeDeps): Promise<RunningGrpcEdge
               call.on('data', (bytes: Buffer) => {
                 if (!pace) return forward(bytes);
                 // A page counts as the items it carries: read off its tags, the message itself goes on as it came.
-                const items = bulkItemsInMessage(path, bytes);
+                // A page longer than any service takes is one message to refuse as bad input, not a
+                // wait for the bulk class to make room for work that will never be done.
+                const carried = bulkItemsInMessage(path, bytes);
+                const items = carried > MAX_BULK_PAGE_ITEMS ? 1 : carried;
                 if (queued === 0) {
                   const wait = pace.take(items);
                   if (!wait) return forward(bytes);
