@@ -174,7 +174,9 @@ export class InProcessDispatcher extends Dispatcher {
       });
     });
     // Destroyed before it finished (a service that gives up on a request): a connection reset.
-    response.once('close', () => fail(new errors.SocketError('the service closed the connection before answering')));
+    response.once('close', () => {
+      if (!settled) fail(new errors.SocketError('the service closed the connection before answering'));
+    });
     try {
       this.service.handle(request as unknown as IncomingMessage, response);
     } catch (error) {
