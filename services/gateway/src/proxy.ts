@@ -1,6 +1,7 @@
 import type { Context } from 'koa';
 import type { RequestListener, Server } from 'node:http';
 import { Pool, errors as undiciErrors, type Dispatcher } from 'undici';
+import { AnswerCutShort, exchange, type UpstreamAnswer } from './exchange.js';
 import { InProcessDispatcher } from './in-process.js';
 import { currentContext, inClientSpan, MAX_BODY_BYTES, PayloadTooLarge, TRACE_HEADERS, Unavailable } from '@merx/kit';
 
@@ -76,43 +77,32 @@ export async function readBoundedBody(ctx: Context, limit: number): Promise<Buff
  */
 export async function proxyTo(upstream: Upstream, ctx: Context, requestId: string, body?: Buffer): Promise<void> {
   const payload = body ?? (hasBody(ctx) ? await readBoundedBody(ctx, MAX_BODY_BYTES) : null);
-  let response: Dispatcher.ResponseData;
+  let answer: UpstreamAnswer;
   const headers = forwardedHeaders(ctx, requestId);
   try {
-    response = await inClientSpan(upstream.name, ctx.method, `${upstream.origin}${ctx.url}`, headers, async (span) => {
-      const answer = await upstream.dispatcher.request({ method: ctx.method as Dispatcher.HttpMethod, path: ctx.url, headers, body: payload });
-      span?.setAttribute('http.response.status_code', answer.statusCode);
-      return answer;
+    answer = await inClientSpan(upstream.name, ctx.method, `${upstream.origin}${ctx.url}`, headers, async (span) => {
+      // API answers are small: read whole they skip Koa's stream piping, and a client that hangs
+      // up meanwhile cannot leave an errored stream behind. Larger or unsized ones stream.
+      const answered = await exchange(
+        upstream.dispatcher,
+        { method: ctx.method as Dispatcher.HttpMethod, path: ctx.url, headers, body: payload },
+        MAX_BUFFERED_BYTES,
+      );
+      span?.setAttribute('http.response.status_code', answered.statusCode);
+      return answered;
     });
   } catch (error) {
+    if (error instanceof AnswerCutShort) throw new Unavailable(`The ${upstream.name} service stopped answering mid-response; retry later.`, error.cause);
     if (error instanceof undiciErrors.UndiciError || (error as NodeJS.ErrnoException)?.code) {
       throw new Unavailable(`The ${upstream.name} service is unavailable; retry later.`, error);
     }
     throw error;
   }
-  ctx.status = response.statusCode;
-  for (const [name, value] of Object.entries(response.headers)) {
-    if (value === undefined || NOT_COPIED_BACK.has(name)) continue;
-    ctx.set(name, value as string | string[]);
+  ctx.status = answer.statusCode;
+  for (const name in answer.headers) {
+    if (NOT_COPIED_BACK.has(name)) continue;
+    ctx.set(name, answer.headers[name]!);
   }
-  if (ctx.status === 204 || ctx.status === 304 || ctx.method === 'HEAD') {
-    await response.body.dump();
-    ctx.body = null;
-    return;
-  }
-  const length = Number(response.headers['content-length'] ?? NaN);
-  if (length <= MAX_BUFFERED_BYTES) {
-    // API answers are small: reading them whole is cheaper than streaming through Koa, and a
-    // client that hangs up meanwhile cannot leave an errored stream behind.
-    try {
-      ctx.body = Buffer.from(await response.body.arrayBuffer());
-    } catch (error) {
-      throw new Unavailable(`The ${upstream.name} service stopped answering mid-response; retry later.`, error);
-    }
-    return;
-  }
-  // Large or unsized bodies stream. An upstream or client failure mid-stream must end this
-  // response, never the process: an 'error' event without a listener would crash it.
-  response.body.on('error', () => undefined);
-  ctx.body = response.body;
+  // Koa sets Content-Length from a buffer; a HEAD, 204 or 304 goes out without a body.
+  ctx.body = answer.body;
 }

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { Readable } from 'node:stream';
 import Koa from 'koa';
 import { Pool, errors, type Dispatcher } from 'undici';
 import { listen, type RunningServer } from '@merx/kit';
@@ -13,10 +14,27 @@ describe('in-process upstreams (the embedded gateway without loopback HTTP)', ()
   let service: RunningServer;
   let overNetwork: Pool;
   let inProcess: InProcessDispatcher;
+  const closedResponses: string[] = [];
 
   before(async () => {
     const app = new Koa();
     app.use(async (ctx) => {
+      if (ctx.path === '/streamed') {
+        // Koa pipes a stream: several writes, no Content-Length, chunked on a socket.
+        ctx.type = 'text/plain';
+        ctx.body = Readable.from(['one,', 'two,', 'three']);
+        return;
+      }
+      if (ctx.path === '/closes') {
+        ctx.res.on('close', () => closedResponses.push(ctx.url));
+        ctx.body = { ok: true };
+        return;
+      }
+      if (ctx.path === '/hangs-up') {
+        ctx.res.destroy();
+        ctx.respond = false;
+        return;
+      }
       if (ctx.path === '/cookies') {
         ctx.append('Set-Cookie', 'a=1; Path=/');
         ctx.append('Set-Cookie', 'b=2; Path=/; HttpOnly');
@@ -80,6 +98,34 @@ describe('in-process upstreams (the embedded gateway without loopback HTTP)', ()
     const [network, local] = [await answer(overNetwork, { method: 'GET', path: '/cookies' }), await answer(inProcess, { method: 'GET', path: '/cookies' })];
     assert.deepEqual(local, network);
     assert.deepEqual(local.headers['set-cookie'], ['a=1; Path=/', 'b=2; Path=/; HttpOnly']);
+  });
+
+  it('answers a HEAD with the headers and no body, as the network does', async () => {
+    const request = { method: 'HEAD' as const, path: '/anything', headers: { 'x-request-id': 'req_head' } };
+    const [network, local] = [await answer(overNetwork, request), await answer(inProcess, request)];
+    assert.deepEqual(local, network);
+    assert.equal(local.body, '');
+    assert.equal(local.headers['x-echo-id'], 'req_head');
+  });
+
+  it('gives a streamed answer whole, in order', async () => {
+    const network = await answer(overNetwork, { method: 'GET', path: '/streamed' });
+    const local = await answer(inProcess, { method: 'GET', path: '/streamed' });
+    assert.equal(local.body, 'one,two,three');
+    assert.equal(local.body, network.body);
+    assert.equal(local.status, network.status);
+    assert.equal(local.headers['content-type'], network.headers['content-type']);
+  });
+
+  it("closes the service's response once it is answered, as a server does", async () => {
+    await answer(inProcess, { method: 'GET', path: '/closes?in-process' });
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(closedResponses, ['/closes?in-process']);
+  });
+
+  it('fails like a reset connection when the service destroys its response', async () => {
+    await assert.rejects(overNetwork.request({ method: 'GET', path: '/hangs-up' }), (error: unknown) => error instanceof errors.UndiciError);
+    await assert.rejects(inProcess.request({ method: 'GET', path: '/hangs-up' }), (error: unknown) => error instanceof errors.UndiciError);
   });
 
   it('fails like a closed port once the service has stopped, so the proxy answers 503', async () => {

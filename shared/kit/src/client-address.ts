@@ -11,11 +11,22 @@ export type ProxyTrust = (address: string, hop: number) => boolean;
 export const SERVICE_NETWORK = ['loopback', 'linklocal', 'uniquelocal'];
 
 /**
+ * What a compiled trust decided, by the peer's address and `X-Forwarded-For`: the same few
+ * pairs come again and again (the gateway, the load balancer, a client), and proxy-addr parses
+ * every address of both on every request. Only for trusts made by proxyTrust, which depend on
+ * nothing else; emptied when full, so a caller sending ever-new headers cannot grow it.
+ */
+const answers = new WeakMap<ProxyTrust, Map<string, string>>();
+const ANSWERS_KEPT = 1024;
+
+/**
  * Compiles a list of addresses, CIDR ranges and proxy-addr's names (`loopback`, `linklocal`,
  * `uniquelocal`); throws a TypeError naming a bad entry. An empty list trusts nobody.
  */
 export function proxyTrust(entries: readonly string[]): ProxyTrust {
-  return proxyaddr.compile([...entries]);
+  const trust = proxyaddr.compile([...entries]);
+  answers.set(trust, new Map());
+  return trust;
 }
 
 /**
@@ -23,7 +34,17 @@ export function proxyTrust(entries: readonly string[]): ProxyTrust {
  * address back in `X-Forwarded-For` (read from the right, as each proxy appends).
  */
 export function clientAddress(request: IncomingMessage, trust: ProxyTrust): string {
-  return proxyaddr(request, trust);
+  const known = answers.get(trust);
+  const peer = request.socket?.remoteAddress;
+  if (!known || peer === undefined) return proxyaddr(request, trust);
+  const key = `${peer} ${request.headers['x-forwarded-for'] ?? ''}`;
+  let address = known.get(key);
+  if (address === undefined) {
+    address = proxyaddr(request, trust);
+    if (known.size >= ANSWERS_KEPT) known.clear();
+    known.set(key, address);
+  }
+  return address;
 }
 
 /** Parses a comma-separated setting; used by configuration, so a bad entry stops the start. */

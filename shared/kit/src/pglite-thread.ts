@@ -56,7 +56,17 @@ async function serve(): Promise<void> {
   const statements = pgliteStatements(pglite);
   const transactions = new Map<number, OpenTransaction>();
   const port = parentPort!;
-  const reply = (message: Reply) => port.postMessage(message);
+  // Replies ready in one turn of this thread's loop go back as one message, as requests come
+  // (pglite-worker-db.ts): a message's fixed cost is paid per batch, not per statement.
+  let replies: Reply[] = [];
+  const flushReplies = () => {
+    const batch = replies;
+    replies = [];
+    port.postMessage(batch);
+  };
+  const reply = (message: Reply) => {
+    if (replies.push(message) === 1) setImmediate(flushReplies);
+  };
   const fail = (id: number, error: unknown) => reply({ id, ok: false, error: serializeError(error) });
   const answer = (id: number, work: () => Promise<unknown>) =>
     work().then(
@@ -86,7 +96,7 @@ async function serve(): Promise<void> {
     });
   };
 
-  port.on('message', (request: Request) => {
+  const handle = (request: Request) => {
     switch (request.op) {
       case 'query':
       case 'exec': {
@@ -114,6 +124,9 @@ async function serve(): Promise<void> {
         void answer(request.id, () => pglite.close());
         return;
     }
+  };
+  port.on('message', (batch: Request[]) => {
+    for (const request of batch) handle(request);
   });
   port.postMessage({ id: 0, ok: true });
 }

@@ -38,12 +38,14 @@ export async function openPgliteThread(dataDir: string | undefined): Promise<Pgl
   let nextTransaction = 1;
   let failure: Error | undefined;
   const opened = new Promise<void>((resolve, reject) => pending.set(0, { resolve: () => resolve(), reject }));
-  worker.on('message', (reply: Reply) => {
-    const waiting = pending.get(reply.id);
-    if (!waiting) return;
-    pending.delete(reply.id);
-    if (reply.ok) waiting.resolve(reply.value);
-    else waiting.reject(new PgliteThreadError(reply.error));
+  worker.on('message', (replies: Reply | Reply[]) => {
+    for (const reply of Array.isArray(replies) ? replies : [replies]) {
+      const waiting = pending.get(reply.id);
+      if (!waiting) continue;
+      pending.delete(reply.id);
+      if (reply.ok) waiting.resolve(reply.value);
+      else waiting.reject(new PgliteThreadError(reply.error));
+    }
   });
   // A thread that died takes its open statements with it: they fail as if the connection dropped.
   const failAll = (error: Error) => {
@@ -53,12 +55,22 @@ export async function openPgliteThread(dataDir: string | undefined): Promise<Pgl
   };
   worker.on('error', failAll);
   worker.on('exit', (code) => failAll(new Error(`Connection closed: the database thread exited (${code})`)));
+  // Statements sent in one turn of the event loop (the requests read from every socket that was
+  // ready) cross to the thread as one message: each message has a fixed cost (a structured clone
+  // and a wake-up of the other thread), and postMessage was 6 % of the main thread on an
+  // embedded GET, one per statement. Order is kept: the thread takes a batch in the order sent.
+  let outgoing: Request[] = [];
+  const flush = () => {
+    const batch = outgoing;
+    outgoing = [];
+    worker.postMessage(batch);
+  };
   const send = <T>(request: DistributiveOmit<Request, 'id'>): Promise<T> => {
     if (failure) return Promise.reject(failure);
     const id = nextId++;
     return new Promise<T>((resolve, reject) => {
       pending.set(id, { resolve: resolve as (value: unknown) => void, reject });
-      worker.postMessage({ ...request, id });
+      if (outgoing.push({ ...request, id } as Request) === 1) setImmediate(flush);
     });
   };
   try {

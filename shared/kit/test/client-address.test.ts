@@ -1,9 +1,12 @@
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
+import type { IncomingMessage } from 'node:http';
 import Koa from 'koa';
+import proxyaddr from 'proxy-addr';
 import { pino } from 'pino';
 import { request } from 'undici';
 import {
+  clientAddress,
   currentContext,
   listen,
   parseProxyList,
@@ -59,6 +62,23 @@ describe('client addresses behind proxies', () => {
     const server = await start({ trustedProxies: proxyTrust(parseProxyList('loopback, 10.0.0.0/8')) });
     // The client wrote 198.51.100.1 itself; the ingress (10.1.2.3) appended the real peer 203.0.113.9.
     assert.equal(await addressSeen(server, '198.51.100.1, 203.0.113.9, 10.1.2.3'), '203.0.113.9');
+  });
+
+  it('gives the same address as proxy-addr for each peer and header, asked once or again', () => {
+    const trusts = [proxyTrust([]), proxyTrust(['loopback', 'linklocal', 'uniquelocal']), proxyTrust(['10.0.0.0/8'])];
+    const peers = ['127.0.0.1', '10.1.2.3', '203.0.113.7', '::1', '::ffff:10.0.0.9'];
+    const headers = [undefined, '', '198.51.100.1', '198.51.100.1, 10.0.0.2', 'not-an-address, 10.0.0.3', '2001:db8::1, 127.0.0.1'];
+    for (const trust of trusts)
+      for (const peer of peers)
+        for (const forwardedFor of headers) {
+          const request = {
+            socket: { remoteAddress: peer },
+            headers: forwardedFor === undefined ? {} : { 'x-forwarded-for': forwardedFor },
+          } as unknown as IncomingMessage;
+          const expected = proxyaddr(request, trust);
+          assert.equal(clientAddress(request, trust), expected, `${peer} / ${forwardedFor}`);
+          assert.equal(clientAddress(request, trust), expected, `${peer} / ${forwardedFor}, again`);
+        }
   });
 
   it('refuses a bad proxy list at configuration time', () => {

@@ -105,6 +105,27 @@ describe('PGlite on its own thread', function () {
     );
   });
 
+  it('answers statements sent in the same turn each with its own result or error, in the order sent', async () => {
+    // Sent together they cross to the thread as one message and come back as one.
+    const [onThread, onMain] = await both(async (db) => {
+      const sent = Array.from({ length: 40 }, (_, i) =>
+        i === 17
+          ? db.query('SELECT nope FROM things').then(
+              () => 'no error',
+              (error: { code?: string }) => `error ${error.code}`,
+            )
+          : db.query<{ n: number }>('SELECT $1::int8 + 1 AS n', [i]).then(({ rows }) => rows[0]!.n),
+      );
+      return Promise.all(sent);
+    });
+    assert.deepEqual(onThread, onMain);
+    assert.equal(onThread[17], 'error 42703');
+    assert.deepEqual(
+      onThread.filter((_, i) => i !== 17),
+      Array.from({ length: 40 }, (_, i) => i + 1).filter((_, i) => i !== 17),
+    );
+  });
+
   it('makes a statement outside a transaction wait until the transaction ends, and see its commit', async () => {
     let outside: Promise<number> | undefined;
     let outsideDone = false;

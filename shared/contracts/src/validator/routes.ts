@@ -22,10 +22,26 @@ function templatePattern(template: string): RegExp {
 
 const literalLength = (template: string) => template.replace(/\{[^}]+\}/g, '').length;
 
+interface CompiledRoute {
+  route: Route;
+  pattern: RegExp;
+}
+
+/** Each route list's routes with their patterns, most literal first: ordered once, not on every lookup. */
+const orderedRoutes = new WeakMap<Route[], CompiledRoute[]>();
+
 /** A literal path wins over a template that would also match it (`/a/new` over `/a/{id}`). */
 export function findRoute(routes: Route[], path: string): Route | undefined {
-  const matching = routes.filter((route) => templatePattern(route.template).test(path));
-  return matching.sort((a, b) => literalLength(b.template) - literalLength(a.template))[0];
+  let ordered = orderedRoutes.get(routes);
+  if (!ordered || ordered.length !== routes.length) {
+    // A stable sort: among templates as literal, the first listed wins, as before.
+    ordered = routes
+      .map((route) => ({ route, pattern: templatePattern(route.template) }))
+      .sort((a, b) => literalLength(b.route.template) - literalLength(a.route.template));
+    orderedRoutes.set(routes, ordered);
+  }
+  for (const { route, pattern } of ordered) if (pattern.test(path)) return route;
+  return undefined;
 }
 
 /** `http://h/api/v1/products/?limit=5` → `/api/v1/products`. */
