@@ -221,8 +221,12 @@ export class LeasedLimiterStore implements RemoteLimiterStore {
   async setOverride(merchantId: string, fields: OverrideFields, version: number): Promise<void> {
     await this.redis.setOverride(merchantId, fields, version);
     // Leases taken under the old numbers go back, so this replica's next request meets the new ones.
+    // A top-up asked for before the override may still be on its way: its units are old numbers
+    // too, so it lands first and goes back with the rest.
     const subject = `m:${merchantId}|`;
-    await Promise.all([...this.leases].filter(([key]) => key.startsWith(subject)).map(([, lease]) => this.giveBack(lease)));
+    const leases = [...this.leases].filter(([key]) => key.startsWith(subject)).map(([, lease]) => lease);
+    await settledLeases(leases);
+    await Promise.all(leases.map((lease) => this.giveBack(lease)));
   }
 
   ready(timeoutMs: number): Promise<void> {
@@ -244,11 +248,23 @@ export class LeasedLimiterStore implements RemoteLimiterStore {
     return held;
   }
 
+  /** Resolves once no top-up asked for so far is still on its way: what heldUnits says is then all this replica took. */
+  async settled(): Promise<void> {
+    await settledLeases([...this.leases.values()]);
+  }
+
   async close(): Promise<void> {
     clearInterval(this.sweeper);
+    // Top-ups still on their way land first, so their units go back too instead of being lost.
+    await this.settled();
     await Promise.all([...this.leases.values()].map((lease) => this.giveBack(lease)));
     await this.redis.close();
   }
+}
+
+/** Waits for the charges in flight of these leases, and for any a charge's waiters start meanwhile. */
+async function settledLeases(leases: Lease[]): Promise<void> {
+  while (leases.some((lease) => lease.filling)) await Promise.all(leases.map((lease) => lease.filling));
 }
 
 /** A request served from the lease: Redis's count at the lease, plus what the lease still holds. */
