@@ -59,6 +59,35 @@ export async function findSubscriptionForMerchant(
   return rows[0] ? toSubscription(rows[0]) : undefined;
 }
 
+/**
+ * Fan-out's first step in one round trip: records a batch's messages in `schema`'s inbox for
+ * `consumer` and reads the enabled subscriptions of `merchantIds` (as enabledSubscriptionsOfMerchants).
+ * Answers the ids recorded for the first time, which are the messages to act on, each once.
+ */
+export async function recordInInboxAndReadSubscriptions(
+  tx: Queryable,
+  schema: string,
+  consumer: string,
+  messages: Array<{ id: string; topic: string }>,
+  merchantIds: string[],
+): Promise<{ firstSeen: Set<string>; subscriptions: Subscription[] }> {
+  // One row at least (the first sightings), joined to each subscription, if any.
+  const { rows } = await tx.query<{ merx_first_seen: string[] | null } & (SubscriptionRow | { [column in keyof SubscriptionRow]: null })>(
+    `WITH fresh AS (
+       INSERT INTO ${schema}.inbox (consumer, event_id, topic) SELECT $1, * FROM unnest($2::text[], $3::text[])
+       ON CONFLICT DO NOTHING RETURNING event_id
+     )
+     SELECT f.merx_first_seen, s.* FROM (SELECT array_agg(event_id) AS merx_first_seen FROM fresh) f
+     LEFT JOIN LATERAL (
+       SELECT ${SUBSCRIPTION_COLUMNS} FROM ${ENDPOINTS} WHERE merchant_id = ANY($4::text[]) AND status = 'enabled' AND ${SUBSCRIPTION}
+     ) s ON true`,
+    [consumer, messages.map((message) => message.id), messages.map((message) => message.topic), merchantIds],
+  );
+  const subscriptions: Subscription[] = [];
+  for (const row of rows) if (row.id !== null) subscriptions.push(toSubscription(row as SubscriptionRow));
+  return { firstSeen: new Set(rows[0]?.merx_first_seen ?? []), subscriptions };
+}
+
 /** The enabled subscriptions of these merchants: what fan-out matches events against. */
 export async function enabledSubscriptionsOfMerchants(db: Queryable, merchantIds: string[]): Promise<Subscription[]> {
   const { rows } = await db.query<SubscriptionRow>(

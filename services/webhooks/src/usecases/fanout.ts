@@ -1,5 +1,5 @@
 import { findEventDefinition, isInternalEvent, type ContractValidator } from '@merx/contracts';
-import { newId, trustedMerchantId, type Logger, type MerxEvent, type Outbox, type Queryable } from '@merx/kit';
+import { newId, trustedMerchantId, type Logger, type MerxEvent, type Outbox } from '@merx/kit';
 import { toWebhookPayload, type StoredEvent } from '../domain/delivery.js';
 import type { DestinationRemoval, DestinationSync, RoutedRecord } from '../domain/destination.js';
 import type { EndpointKey } from '../domain/endpoint.js';
@@ -8,7 +8,7 @@ import { insertDeliveries, type NewDelivery } from '../store/deliveries-store.js
 import { lockEndpointsOfBatch } from '../store/endpoints-store.js';
 import { insertEvents } from '../store/events-store.js';
 import { WEBHOOKS_SCHEMA } from '../store/migrations.js';
-import { enabledSubscriptionsOfMerchants } from '../store/subscriptions-store.js';
+import { recordInInboxAndReadSubscriptions } from '../store/subscriptions-store.js';
 import { destinationRemoved, openedDestinationSync, removeDestination, routedRecordDelivery, syncDestination } from './destinations.js';
 import { resetSandbox } from './sandbox-reset.js';
 
@@ -121,11 +121,16 @@ export function fanOut({ outbox, logger, validator, secretOverlapMs, now = () =>
 
   return async function fanOutEvents(messages: MerxEvent[]): Promise<number> {
     return outbox.transaction(async (tx, emit) => {
-      const steps = (await firstSightings(tx, messages)).flatMap(stepsOf);
+      // The subscriptions are read with the inbox rows, in one round trip: those of every merchant
+      // with an event of the catalogue in the batch, whether or not it turns out seen before.
+      const merchantsWithEvents = new Set<string>();
+      for (const message of messages) if (!isInternalEvent(message.topic) && findEventDefinition(message.topic)) merchantsWithEvents.add(message.merchant_id);
+      const sighted = await recordInInboxAndReadSubscriptions(tx, WEBHOOKS_SCHEMA, FANOUT_CONSUMER, messages, [...merchantsWithEvents]);
+      // First sight of each id only (a batch can hold a redelivery of its own event).
+      const steps = messages.filter((message) => sighted.firstSeen.delete(message.id)).flatMap(stepsOf);
       if (steps.length === 0) return 0;
       const at = now();
-      const published = steps.flatMap((step) => (step.kind === 'event' ? [step.event] : []));
-      let subscriptions = published.length > 0 ? await enabledSubscriptionsOfMerchants(tx, [...new Set(published.map((event) => event.merchantId))]) : [];
+      let { subscriptions } = sighted;
       // A batch of events alone locks what it touches in one step as it writes (markEndpointsDue).
       if (steps.some((step) => step.kind !== 'event')) await lockEndpointsOfBatch(tx, endpointsTouched(steps, subscriptions));
 
@@ -162,17 +167,6 @@ export function fanOut({ outbox, logger, validator, secretOverlapMs, now = () =>
       return due;
     });
   };
-}
-
-/** The events of the batch not seen before: first sight of each id only (a batch can hold a redelivery of its own event). */
-async function firstSightings(tx: Queryable, events: MerxEvent[]): Promise<MerxEvent[]> {
-  const { rows: fresh } = await tx.query<{ event_id: string }>(
-    `INSERT INTO ${WEBHOOKS_SCHEMA}.inbox (consumer, event_id, topic)
-     SELECT $1, * FROM unnest($2::text[], $3::text[]) ON CONFLICT DO NOTHING RETURNING event_id`,
-    [FANOUT_CONSUMER, events.map((e) => e.id), events.map((e) => e.topic)],
-  );
-  const unseen = new Set(fresh.map((row) => row.event_id));
-  return events.filter((event) => unseen.delete(event.id));
 }
 
 function matchingSubscriptions(subscriptions: Subscription[], event: StoredEvent): Subscription[] {
