@@ -77,6 +77,55 @@ export function rememberEventJson(event: MerxEvent, json: string): void {
   storedJson.set(event, json);
 }
 
+/**
+ * An event as stored (an outbox row): the envelope fields the bus routes by come from their own
+ * columns, and the JSON is parsed only if something reads the rest. Publishing to either bus
+ * sends the stored text (eventJson) and reads the id, the topic and, for the first event of each
+ * RabbitMQ message, the time: the relay had parsed every payload to publish it unchanged (about
+ * 2 % of the catalog's CPU in a bulk upsert).
+ */
+class StoredEvent implements MerxEvent {
+  private parsed: MerxEvent | undefined;
+
+  constructor(
+    readonly id: string,
+    readonly topic: string,
+    readonly merchant_id: string,
+    private readonly json: string,
+  ) {}
+
+  private get whole(): MerxEvent {
+    return (this.parsed ??= JSON.parse(this.json) as MerxEvent);
+  }
+
+  get created_at(): string {
+    return this.whole.created_at;
+  }
+
+  get api_version(): 'v1' {
+    return this.whole.api_version;
+  }
+
+  get data(): EventData {
+    return this.whole.data;
+  }
+
+  get context(): EventContext | undefined {
+    return this.whole.context;
+  }
+
+  toJSON(): MerxEvent {
+    return this.whole;
+  }
+}
+
+/** An event read from its stored JSON whose id, topic and merchant are known: see StoredEvent. */
+export function storedEvent(id: string, topic: string, merchantId: string, json: string): MerxEvent {
+  const event = new StoredEvent(id, topic, merchantId, json);
+  storedJson.set(event, json);
+  return event;
+}
+
 /** The event as JSON: the text it was read from when it was read, else a fresh serialisation. */
 export function eventJson(event: MerxEvent): string {
   return storedJson.get(event) ?? JSON.stringify(event);

@@ -1,6 +1,6 @@
 import type { Bus } from './bus.js';
 import type { Db, Queryable, QueryResult } from './db.js';
-import { rememberEventJson, type MerxEvent } from './events.js';
+import { storedEvent, type MerxEvent } from './events.js';
 import type { Logger } from './logger.js';
 import { MemoryBus } from './memory-bus.js';
 import { outboxBacklog } from './metrics.js';
@@ -224,19 +224,25 @@ export class OutboxRelay {
     const moved = await db.transaction(async (tx) => {
       // Claim and delete in one statement; if publishing fails the transaction rolls back and
       // the rows are still there for the next attempt.
-      const { rows } = await tx.query<{ position: number; payload: string; trace_context: string | null }>(
+      const { rows } = await tx.query<{
+        position: number;
+        event_id: string;
+        topic: string;
+        merchant_id: string;
+        payload: string;
+        trace_context: string | null;
+      }>(
         `DELETE FROM ${outbox.schema}.outbox WHERE position IN (
            SELECT position FROM ${outbox.schema}.outbox ORDER BY position LIMIT $1 FOR UPDATE SKIP LOCKED
-         ) RETURNING position, payload, trace_context`,
+         ) RETURNING position, event_id, topic, merchant_id, payload, trace_context`,
         [batchSize],
       );
       outboxBacklog.set({ service: this.options.service }, rows.length);
       if (rows.length === 0) return 0;
       rows.sort((a, b) => Number(a.position) - Number(b.position));
       const events = rows.map((row) => {
-        const event = JSON.parse(row.payload) as MerxEvent;
-        // Published byte for byte as written: the bus sends this text instead of serialising the event again.
-        rememberEventJson(event, row.payload);
+        // Published byte for byte as written, and parsed only if the bus reads more than the columns say.
+        const event = storedEvent(row.event_id, row.topic, row.merchant_id, row.payload);
         attachTraceCarrier(event, parseTraceCarrier(row.trace_context));
         return event;
       });
