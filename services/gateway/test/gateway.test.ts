@@ -1,10 +1,8 @@
 import assert from 'node:assert/strict';
 import { createServer } from 'node:net';
-import { exportJWK, generateKeyPair, SignJWT, createLocalJWKSet } from 'jose';
-import { createLogger, createTokenVerifier, newId, startAdminServer, type RunningServer } from '@merx/kit';
+import { createLogger, newId, startAdminServer, type RunningServer } from '@merx/kit';
 import { startGateway, type RunningGateway } from '../src/index.js';
-
-const ISSUER = 'http://localhost:8080/oauth';
+import { testTokens } from './test-tokens.js';
 
 /** A port nothing listens on: connections to it are refused, like a crashed service's. */
 async function closedPort(): Promise<number> {
@@ -22,17 +20,9 @@ describe('gateway (component, upstreams down)', () => {
   let sign: (claims: Record<string, unknown>) => Promise<string>;
 
   before(async () => {
-    const { privateKey, publicKey } = await generateKeyPair('ES256');
-    const publicJwk = { ...(await exportJWK(publicKey)), kid: 'test', alg: 'ES256' };
-    sign = (claims) =>
-      new SignJWT(claims)
-        .setProtectedHeader({ alg: 'ES256', kid: 'test', typ: 'at+jwt' })
-        .setIssuer(ISSUER)
-        .setAudience('urn:merx:api')
-        .setIssuedAt()
-        .setExpirationTime('5m')
-        .sign(privateKey);
-    const verifier = createTokenVerifier(createLocalJWKSet({ keys: [publicJwk] }), { issuer: ISSUER, audience: 'urn:merx:api' });
+    const tokens = await testTokens();
+    sign = tokens.sign;
+    const verifier = tokens.verifier;
     const down = `http://127.0.0.1:${await closedPort()}`;
     gateway = await startGateway({
       logger: createLogger('gateway-test', 'silent'),

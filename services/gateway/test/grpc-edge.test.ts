@@ -2,7 +2,6 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { create } from '@bufbuild/protobuf';
 import { anyUnpack } from '@bufbuild/protobuf/wkt';
-import { createLocalJWKSet, exportJWK, generateKeyPair, SignJWT } from 'jose';
 import {
   ErrorInfoSchema,
   MAX_BULK_PAGE_ITEMS,
@@ -28,9 +27,9 @@ import { throttleSettingsFromEnv } from '../src/throttle/config.js';
 import { createThrottle, type Throttle } from '../src/throttle/limiter.js';
 import { purgeThrottleState } from '../src/throttle/redis-store.js';
 import { startGrpcEdge, type RunningGrpcEdge } from '../src/grpc/edge.js';
+import { testTokens } from './test-tokens.js';
 
 const REDIS_URL = process.env.MERX_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
-const ISSUER = 'http://localhost:8080/oauth';
 
 /**
  * The edge in front of a stand-in catalog that answers every upserted item at once and records
@@ -79,17 +78,7 @@ describe('gRPC edge (component, real Redis)', function () {
     });
 
   before(async () => {
-    const { privateKey, publicKey } = await generateKeyPair('ES256');
-    const publicJwk = { ...(await exportJWK(publicKey)), kid: 'test', alg: 'ES256' };
-    sign = (claims) =>
-      new SignJWT(claims)
-        .setProtectedHeader({ alg: 'ES256', kid: 'test', typ: 'at+jwt' })
-        .setIssuer(ISSUER)
-        .setAudience('urn:merx:api')
-        .setIssuedAt()
-        .setExpirationTime('5m')
-        .sign(privateKey);
-    verifier = createTokenVerifier(createLocalJWKSet({ keys: [publicJwk] }), { issuer: ISSUER, audience: 'urn:merx:api' });
+    ({ sign, verifier } = await testTokens());
     const upsertProducts = (call: grpc.ServerDuplexStream<UpsertProductsRequest, UpsertProductsResponse>) => {
       seenMetadata.push(call.metadata);
       let index = 0;

@@ -2,14 +2,13 @@ import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
-import { createLocalJWKSet, exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { Pool, errors } from 'undici';
-import { createLogger, createTokenVerifier, newId } from '@merx/kit';
+import { createLogger, newId } from '@merx/kit';
 import { AnswerCutShort, exchange } from '../src/exchange.js';
 import { InProcessDispatcher } from '../src/in-process.js';
 import { startGateway, type RunningGateway } from '../src/index.js';
+import { testTokens } from './test-tokens.js';
 
-const ISSUER = 'http://localhost:8080/oauth';
 const LARGE = Buffer.alloc(2 * 1024 * 1024 + 17, 'a');
 
 function send(response: ServerResponse, text: string): void {
@@ -83,18 +82,11 @@ describe('proxy: answers read by the gateway’s own dispatch handler', () => {
     pool = new Pool(origin);
     inProcess = new InProcessDispatcher({ handle: (request, response) => answer(request, response, () => undefined), server: upstream });
 
-    const { privateKey, publicKey } = await generateKeyPair('ES256');
-    const publicJwk = { ...(await exportJWK(publicKey)), kid: 'test', alg: 'ES256' };
-    token = await new SignJWT({ merchant_id: newId('mch'), client_id: 'mx_test_AAAAAAAAAAAAAAAA', scope: 'products:read' })
-      .setProtectedHeader({ alg: 'ES256', kid: 'test', typ: 'at+jwt' })
-      .setIssuer(ISSUER)
-      .setAudience('urn:merx:api')
-      .setIssuedAt()
-      .setExpirationTime('5m')
-      .sign(privateKey);
+    const tokens = await testTokens();
+    token = await tokens.sign({ merchant_id: newId('mch'), client_id: 'mx_test_AAAAAAAAAAAAAAAA', scope: 'products:read' });
     gateway = await startGateway({
       logger: createLogger('gateway-test', 'silent'),
-      verifier: createTokenVerifier(createLocalJWKSet({ keys: [publicJwk] }), { issuer: ISSUER, audience: 'urn:merx:api' }),
+      verifier: tokens.verifier,
       publicUrl: 'http://localhost:8080',
       upstreams: { oauth: origin, catalog: origin, audit: origin, webhooks: origin, merchants: origin },
       serviceToken: 'gateway-test-service-token',

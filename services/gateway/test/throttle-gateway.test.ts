@@ -2,16 +2,15 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { createServer as createHttpServer, type Server } from 'node:http';
 import { createServer as createTcpServer, connect, type Server as TcpServer, type Socket } from 'node:net';
-import { createLocalJWKSet, exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { createContractValidator } from '@merx/contracts';
 import { buildEvent, createLogger, createTokenVerifier, evaluateReadiness, MemoryBus, newId } from '@merx/kit';
 import { startGateway, type RunningGateway } from '../src/index.js';
 import { mergePlans, throttleSettingsFromEnv, type ThrottleSettings } from '../src/throttle/config.js';
 import type { StoredThrottleOverride } from '../src/throttle/limiter.js';
 import { purgeThrottleState } from '../src/throttle/redis-store.js';
+import { testTokens } from './test-tokens.js';
 
 const REDIS_URL = process.env.MERX_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
-const ISSUER = 'http://localhost:8080/oauth';
 const POLICY = /^"(burst|sustained|writes|sensitive)";q=\d+;w=\d+(, "(burst|sustained|writes|sensitive)";q=\d+;w=\d+)*$/;
 const STATE = /^"(burst|sustained|writes|sensitive)";r=\d+;t=\d+(, "(burst|sustained|writes|sensitive)";r=\d+;t=\d+)*$/;
 const validator = createContractValidator();
@@ -132,17 +131,7 @@ describe('gateway throttle classes (component, real Redis)', function () {
 
   before(async () => {
     upstream = await startUpstream();
-    const { privateKey, publicKey } = await generateKeyPair('ES256');
-    const publicJwk = { ...(await exportJWK(publicKey)), kid: 'test', alg: 'ES256' };
-    sign = (claims) =>
-      new SignJWT(claims)
-        .setProtectedHeader({ alg: 'ES256', kid: 'test', typ: 'at+jwt' })
-        .setIssuer(ISSUER)
-        .setAudience('urn:merx:api')
-        .setIssuedAt()
-        .setExpirationTime('5m')
-        .sign(privateKey);
-    verifier = createTokenVerifier(createLocalJWKSet({ keys: [publicJwk] }), { issuer: ISSUER, audience: 'urn:merx:api' });
+    ({ sign, verifier } = await testTokens());
   });
   after(async () => {
     await Promise.all(gateways.map((gateway) => gateway.stop()));
