@@ -217,25 +217,14 @@ describe('gRPC sub-APIs through the public gRPC port', function () {
   });
 
   it('refuses a message carrying both one product and a page, or a page above 1,000, with INVALID_ARGUMENT naming the field', async () => {
-    const both = await rejectsWith(
-      bidiAll(
-        clients.products,
-        'UpsertProducts',
-        [create(UpsertProductsRequestSchema, { product: productInput('BOTH-1'), products: [productInput('BOTH-2')] })],
-        bearer(merchant.token),
-      ),
-      grpc.status.INVALID_ARGUMENT,
-    );
+    const refusedUpsert = (message: MessageInitShape<typeof UpsertProductsRequestSchema>) =>
+      rejectsWith(
+        bidiAll(clients.products, 'UpsertProducts', [create(UpsertProductsRequestSchema, message)], bearer(merchant.token)),
+        grpc.status.INVALID_ARGUMENT,
+      );
+    const both = await refusedUpsert({ product: productInput('BOTH-1'), products: [productInput('BOTH-2')] });
     assert.deepEqual(problemOf(both), { reason: 'validation_failed', fields: ['product'], retryDelayMs: undefined });
-    const tooLong = await rejectsWith(
-      bidiAll(
-        clients.products,
-        'UpsertProducts',
-        [create(UpsertProductsRequestSchema, { products: Array.from({ length: 1_001 }, (_, index) => productInput(`LONG-${index}`)) })],
-        bearer(merchant.token),
-      ),
-      grpc.status.INVALID_ARGUMENT,
-    );
+    const tooLong = await refusedUpsert({ products: Array.from({ length: 1_001 }, (_, index) => productInput(`LONG-${index}`)) });
     assert.deepEqual(problemOf(tooLong), { reason: 'validation_failed', fields: ['products'], retryDelayMs: undefined });
     const records = await rejectsWith(
       bidiAll(
