@@ -25,7 +25,7 @@ export interface ExchangeRequest {
 }
 
 /** The legacy callbacks of undici's DispatchHandler: every undici dispatcher and InProcessDispatcher call them without an adapter. */
-interface RawHandler {
+export interface RawHandler {
   onConnect(abort: (reason?: Error) => void): void;
   onHeaders(statusCode: number, rawHeaders: Array<Buffer | string>, resume: () => void, statusText: string): boolean;
   onData(chunk: Buffer): boolean;

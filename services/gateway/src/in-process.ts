@@ -2,15 +2,7 @@ import { EventEmitter } from 'node:events';
 import { ServerResponse, type IncomingHttpHeaders, type IncomingMessage, type OutgoingHttpHeaders, type RequestListener, type Server } from 'node:http';
 import { Readable, Writable } from 'node:stream';
 import { Dispatcher, errors } from 'undici';
-
-/** The handler methods undici's dispatchers call (the proxy's exchange handler implements them). */
-interface RequestHandlerCallbacks {
-  onConnect?(abort: (reason?: Error) => void): void;
-  onHeaders?(statusCode: number, rawHeaders: string[], resume: () => void, statusText: string): boolean;
-  onData?(chunk: Buffer): boolean;
-  onComplete?(trailers: string[]): void;
-  onError?(error: Error): void;
-}
+import type { RawHandler } from './exchange.js';
 
 /** As long as the loopback pool waits for an upstream's headers (proxy.ts). */
 const ANSWER_TIMEOUT_MS = 30_000;
@@ -139,7 +131,7 @@ export class InProcessDispatcher extends Dispatcher {
   }
 
   override dispatch(options: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler): boolean {
-    const callbacks = handler as RequestHandlerCallbacks;
+    const callbacks = handler as Partial<RawHandler>;
     let settled = false;
     let timer: NodeJS.Timeout | undefined;
     const fail = (error: Error) => {
