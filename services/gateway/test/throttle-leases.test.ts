@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { createLogger, newId } from '@merx/kit';
+import { Redis } from 'ioredis';
 import type { Decision } from '../src/throttle/algorithms.js';
 import { throttleSettingsFromEnv } from '../src/throttle/config.js';
 import { LeasedLimiterStore } from '../src/throttle/lease-store.js';
@@ -19,9 +20,11 @@ const ROOMY_WINDOW = window(100_000_000, 3600);
 /** Real Redis; counts the scripts and what each granted. */
 class CountingRedisStore extends RedisLimiterStore {
   grants: number[] = [];
+  takes: Take[] = [];
   override async take(request: ConsumeRequest, want: number): Promise<Take> {
     const take = await super.take(request, want);
     this.grants.push(take.granted);
+    this.takes.push(take);
     return take;
   }
 }
@@ -62,10 +65,10 @@ describe('throttle leases (two replicas, real Redis)', function () {
   const opened: Array<RedisLimiterStore | LeasedLimiterStore> = [];
 
   /** A replica: its own connection, its own leases. */
-  async function replica(lifeMs?: number): Promise<{ redis: CountingRedisStore; leased: LeasedLimiterStore }> {
+  async function replica(lifeMs?: number, spanMs?: number): Promise<{ redis: CountingRedisStore; leased: LeasedLimiterStore }> {
     const redis = new CountingRedisStore({ url: REDIS_URL, keyPrefix: prefix, logger });
     await redis.ready(5_000);
-    const leased = new LeasedLimiterStore(redis, { logger, maxLease: MAX_LEASE, ...(lifeMs ? { lifeMs } : {}) });
+    const leased = new LeasedLimiterStore(redis, { logger, maxLease: MAX_LEASE, ...(lifeMs ? { lifeMs } : {}), ...(spanMs ? { spanMs } : {}) });
     opened.push(leased);
     return { redis, leased };
   }
@@ -191,6 +194,45 @@ describe('throttle leases (two replicas, real Redis)', function () {
     const mostHeld = 2 * Math.min(MAX_LEASE, Math.floor(limit / 16));
     for (const [second, count] of perWindow) assert.ok(count <= limit + mostHeld, `${count} admitted in second ${second}`);
     assert.ok(Math.max(...perWindow.values()) >= limit / 2, 'the limit was reached');
+  });
+
+  it("a lease topped up across a window's end gives each unit back to the window it was counted in", async () => {
+    // Units last a minute and every lease is as large as it may be, so what A holds is decided here.
+    const { redis, leased } = await replica(60_000, 60_000);
+    const windowMs = 2_000;
+    const request = merchant([bucket('burst', 1_000_000, 1_000_000), window(100_000, windowMs / 1000)]);
+    const windowOf = (ms: number) => Math.floor(ms / windowMs);
+    await until(() => Date.now() % windowMs < windowMs / 4, windowMs, 'the start of a window');
+    const first = windowOf(Date.now());
+    let allowed = 0;
+    // Window N: a lease (the first request is charged alone, the second takes a lease), a few spent.
+    for (let i = 0; i < 12; i += 1) if ((await leased.consume(request)).allowed) allowed += 1;
+    await leased.settled();
+    assert.ok(
+      redis.takes.every((take) => windowOf(take.at) === first),
+      'the lease was taken in one window',
+    );
+    const takenInFirst = redis.takes.reduce((sum, take) => sum + take.granted, 0);
+    await until(() => windowOf(Date.now()) === first + 1, 2 * windowMs, 'the next window');
+    // Window N+1: spend one unit at a time until a top-up lands while units of window N are left.
+    const before = redis.takes.length;
+    while (redis.takes.length === before) {
+      if ((await leased.consume(request)).allowed) allowed += 1;
+      await leased.settled();
+    }
+    const topUp = redis.takes[redis.takes.length - 1]!;
+    assert.equal(windowOf(topUp.at), first + 1);
+    const heldFromFirst = leased.heldUnits() - topUp.granted;
+    assert.ok(heldFromFirst > 0, `the lease still held units of window N (${heldFromFirst})`);
+    await leased.close();
+    const reader = new Redis(REDIS_URL);
+    const [index, current, previous] = await reader.hmget(`${prefix}{${request.subject}}:sustained`, 'i', 'c', 'p');
+    await reader.quit();
+    assert.equal(Number(index), first + 1, 'still in window N+1');
+    // Every unit spent came from window N's lease (the oldest are spent first); window N+1 got its top-up back whole.
+    assert.equal(Number(current), 0, 'window N+1 counts none of the units taken in it');
+    assert.equal(Number(previous), takenInFirst - heldFromFirst, 'window N counts what was spent of its units, the rest given back to it');
+    assert.equal(Number(previous), allowed);
   });
 
   it('MERX_THROTTLE_MAX_LEASE: 64 by default, 1 turns leases off, anything else is refused', () => {

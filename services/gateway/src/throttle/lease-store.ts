@@ -22,7 +22,9 @@ import type { ConsumeRequest, RemoteLimiterStore } from './store.js';
  *   refusal answers all of them.
  * - Units unspent `lifeMs` after the last were taken go back to Redis (a bucket gets them back, a
  *   window's count drops), as do a merchant's units when an override for it arrives and every
- *   unit at shutdown.
+ *   unit at shutdown. Each goes back to the fixed window its take was counted in, and the oldest
+ *   are spent first, so a lease topped up across a window's end never moves a count between
+ *   windows.
  *
  * What it trades, all bounded by the units a replica holds: at most `maxLease` per merchant and
  * set of classes, each take at most a sixteenth of what its emptiest class had left.
@@ -55,14 +57,26 @@ const LEASED_CLASSES: ReadonlySet<string> = new Set(['burst', 'sustained', 'writ
  */
 type Outcome = { decision: Decision | undefined } | { error: unknown };
 
+/**
+ * Units of one take from Redis, with its clock then: a give-back must reach the fixed window each
+ * unit was counted in, and a lease topped up across a window's end holds units of two.
+ */
+interface Slice {
+  units: number;
+  at: number;
+  /** The take's classes, for each window's length after overrides. */
+  classes: ClassState[];
+}
+
 interface Lease {
   /** The request that opened it: the merchant and classes a give-back returns units to. */
   readonly request: ConsumeRequest;
-  /** Taken from Redis and not spent yet. */
+  /** Taken from Redis and not spent yet: the sum of `slices`. */
   units: number;
-  /** Redis's state when the last units were taken, without them; its clock then (ms), and ours. */
+  /** The unspent units by take, oldest first; the oldest are spent first. */
+  slices: Slice[];
+  /** Redis's state when the last units were taken, without them; our clock then. */
   classes: ClassState[];
-  takenAt: number;
   obtainedAt: number;
   /** What Redis last said a lease could have; below 2 each request is charged on its own. */
   room: number;
@@ -104,7 +118,7 @@ export class LeasedLimiterStore implements RemoteLimiterStore {
     for (;;) {
       if (lease.units > 0) {
         if (now - lease.obtainedAt < this.lifeMs) {
-          lease.units -= 1;
+          spendOne(lease);
           if (lease.units <= lease.lowWater && !lease.filling) this.topUp(lease, request, now);
           return spent(lease);
         }
@@ -132,8 +146,8 @@ export class LeasedLimiterStore implements RemoteLimiterStore {
       lease = {
         request,
         units: 0,
+        slices: [],
         classes: [],
-        takenAt: 0,
         obtainedAt: 0,
         room: 0,
         lowWater: 0,
@@ -189,9 +203,9 @@ export class LeasedLimiterStore implements RemoteLimiterStore {
     const pooled = own ? take.granted - 1 : take.granted;
     if (pooled > 0) {
       lease.units += pooled;
+      lease.slices.push({ units: pooled, at: take.at, classes: take.decision.classes });
       lease.lowWater = Math.floor(take.granted / 4);
       lease.classes = take.decision.classes;
-      lease.takenAt = take.at;
       lease.obtainedAt = Date.now();
     }
     if (!own) return undefined;
@@ -199,15 +213,21 @@ export class LeasedLimiterStore implements RemoteLimiterStore {
   }
 
   private async giveBack(lease: Lease): Promise<void> {
-    const units = lease.units;
+    const { units, slices } = lease;
     if (units === 0) return;
     lease.units = 0;
-    try {
-      await this.redis.giveBack(lease.request, units, lease.classes, lease.takenAt);
-    } catch (error) {
-      // Lost units only make this merchant's budget smaller for a while (a window's, until it slides).
-      this.options.logger.debug({ err: error, units }, 'throttle lease not given back');
-    }
+    lease.slices = [];
+    // One script per take (rarely more than two): each slice's units go to the window they were counted in.
+    await Promise.all(
+      slices.map(async (slice) => {
+        try {
+          await this.redis.giveBack(lease.request, slice.units, slice.classes, slice.at);
+        } catch (error) {
+          // Lost units only make this merchant's budget smaller for a while (a window's, until it slides).
+          this.options.logger.debug({ err: error, units: slice.units }, 'throttle lease not given back');
+        }
+      }),
+    );
   }
 
   private sweep(): void {
@@ -268,6 +288,14 @@ export class LeasedLimiterStore implements RemoteLimiterStore {
  */
 async function settledLeases(leases: Lease[]): Promise<void> {
   await Promise.all(leases.map((lease) => lease.filling));
+}
+
+/** Spends the lease's oldest unit, so a window that has ended is left with as few of ours as can be. */
+function spendOne(lease: Lease): void {
+  lease.units -= 1;
+  const oldest = lease.slices[0]!;
+  oldest.units -= 1;
+  if (oldest.units === 0) lease.slices.shift();
 }
 
 /** A request served from the lease: Redis's count at the lease, plus what the lease still holds. */
