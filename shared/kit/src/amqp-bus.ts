@@ -17,6 +17,7 @@ import {
   type PoisonedMessage,
   type PoisonQueues,
   type RetryPolicy,
+  DEFAULT_PREFETCH,
   isOutage,
   outageRetryDelay,
 } from './bus.js';
@@ -316,7 +317,7 @@ export class AmqpBus implements Bus {
       });
     }
     for (const pattern of options.bindings) await channel.bindQueue(queue, this.names.exchange, pattern);
-    await channel.prefetch(options.prefetch ?? 16);
+    await channel.prefetch(options.prefetch ?? DEFAULT_PREFETCH);
     await channel.consume(queue, (message) => {
       if (message) void this.deliver(channel, message, consumer);
     });
@@ -346,7 +347,7 @@ export class AmqpBus implements Bus {
       channel.on('error', (error: Error) => this.options.logger.warn({ err: error, queue: legacy }, 'legacy queue channel error'));
       for (const pattern of consumer.options.bindings) await channel.unbindQueue(legacy, this.names.exchange, pattern);
       this.options.logger.warn({ queue: legacy, replaced_by: this.names.queue(consumer.options.queue) }, 'draining a queue named before deployment prefixes');
-      await channel.prefetch(consumer.options.prefetch ?? 16);
+      await channel.prefetch(consumer.options.prefetch ?? DEFAULT_PREFETCH);
       let inFlight = 0;
       const { consumerTag } = await channel.consume(legacy, (message) => {
         if (!message) return;
@@ -430,7 +431,7 @@ export class AmqpBus implements Bus {
     deliveryCount: number,
     redelivered: boolean,
   ) {
-    const limit = consumer.options.prefetch ?? 16;
+    const limit = consumer.options.prefetch ?? DEFAULT_PREFETCH;
     if (consumer.running >= limit) await new Promise<void>((resolve) => consumer.waiting.push(resolve));
     consumer.running++;
     try {

@@ -2,6 +2,9 @@ import { isDatabaseUnavailable } from './db.js';
 import { Unavailable } from './errors.js';
 import type { MerxEvent } from './events.js';
 
+/** Deliveries in flight per consumer when its options name no `prefetch`: enough to batch writes, few enough to share work between replicas. */
+export const DEFAULT_PREFETCH = 16;
+
 export interface ConsumerOptions {
   /**
    * Logical durable queue name, one per consuming service (`audit.events`); replicas share it.
@@ -10,7 +13,7 @@ export interface ConsumerOptions {
   queue: string;
   /** Routing-key patterns bound to the deployment's events exchange (`#`, `products.*`). */
   bindings: string[];
-  /** How many deliveries may be in flight on this consumer at once. */
+  /** How many deliveries may be in flight on this consumer at once (DEFAULT_PREFETCH when absent). */
   prefetch?: number;
   /**
    * After this many failed deliveries a message moves to `<queue>.poison` instead of blocking the

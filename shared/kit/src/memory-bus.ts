@@ -11,6 +11,7 @@ import {
   type PoisonedMessage,
   type PoisonQueues,
   type RetryPolicy,
+  DEFAULT_PREFETCH,
   isOutage,
   outageRetryDelay,
 } from './bus.js';
@@ -231,7 +232,7 @@ export class MemoryBus implements Bus {
         handlers: [],
         turn: 0,
         inFlight: 0,
-        prefetch: options.prefetch ?? 16,
+        prefetch: options.prefetch ?? DEFAULT_PREFETCH,
         deliveryLimit: options.deliveryLimit ?? this.retry.deliveryLimit,
         poison: [],
       };
@@ -239,7 +240,7 @@ export class MemoryBus implements Bus {
     } else if (queue.handlers.length === 0) {
       // The first consumer of this run declares what the queue is now (a restart loads the last run's).
       queue.bindings = [...options.bindings];
-      queue.prefetch = options.prefetch ?? 16;
+      queue.prefetch = options.prefetch ?? DEFAULT_PREFETCH;
       queue.deliveryLimit = options.deliveryLimit ?? this.retry.deliveryLimit;
     } else {
       for (const binding of options.bindings) if (!queue.bindings.includes(binding)) queue.bindings.push(binding);
