@@ -28,6 +28,9 @@ export const MAX_NAMED_PGLITE_STATEMENTS = 2_000;
 /** feature_not_supported, as PostgreSQL reports "cached plan must not change result type". */
 const CACHED_PLAN_CHANGED = '0A000';
 
+/** Describe the portal, execute it, sync: the same bytes after every Bind, so encoded once. */
+const DESCRIBE_EXECUTE_SYNC = Buffer.concat([serialize.describe({ type: 'P' }), serialize.execute({}), serialize.sync()]);
+
 interface ProtocolMessage {
   name: string;
 }
@@ -51,12 +54,7 @@ export function pgliteStatements(pglite: PGlite, { maxNamed = MAX_NAMED_PGLITE_S
       parts.push(serialize.parse({ name: parsing, text: sql, types: [] }));
       name = parsing;
     }
-    parts.push(
-      serialize.bind({ statement: name, values: params.map((value) => pgUtils.prepareValue(value)) }),
-      serialize.describe({ type: 'P' }),
-      serialize.execute({}),
-      serialize.sync(),
-    );
+    parts.push(serialize.bind({ statement: name, values: params.map((value) => pgUtils.prepareValue(value)) }), DESCRIBE_EXECUTE_SYNC);
     const { messages } = await pglite.execProtocol(Buffer.concat(parts), { syncToFs: !insideTransaction, throwOnError: false });
     const failure = (messages as ProtocolMessage[]).find((message) => message.name === 'error');
     if (parsing && (messages as ProtocolMessage[]).some((message) => message.name === 'parseComplete')) prepared.set(sql, parsing);
