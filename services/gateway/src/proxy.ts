@@ -3,7 +3,7 @@ import type { RequestListener, Server } from 'node:http';
 import { Pool, errors as undiciErrors, type Dispatcher } from 'undici';
 import { AnswerCutShort, exchange, type UpstreamAnswer } from './exchange.js';
 import { InProcessDispatcher } from './in-process.js';
-import { currentContext, inClientSpan, MAX_BODY_BYTES, PayloadTooLarge, TRACE_HEADERS, Unavailable } from '@merx/kit';
+import { currentContext, inClientSpan, MAX_BODY_BYTES, readBoundedBody, TRACE_HEADERS, Unavailable } from '@merx/kit';
 
 /** RFC 9110 §7.6.1: meaningful only for one hop, never forwarded. */
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'host']);
@@ -52,23 +52,6 @@ function forwardedHeaders(ctx: Context, requestId: string): Record<string, strin
 
 function hasBody(ctx: Context): boolean {
   return Number(ctx.get('content-length') || 0) > 0 || ctx.get('transfer-encoding') !== '';
-}
-
-/**
- * Reads a request body of at most `limit` bytes, declared or not: a chunked body that grows past
- * the limit is a 413 here, not a connection the upstream cuts mid-stream (which the edge could
- * only report as a 503).
- */
-export async function readBoundedBody(ctx: Context, limit: number): Promise<Buffer> {
-  if (Number(ctx.get('content-length') || 0) > limit) throw new PayloadTooLarge(limit);
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of ctx.req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > limit) throw new PayloadTooLarge(limit);
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks);
 }
 
 /**

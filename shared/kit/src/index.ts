@@ -13,7 +13,7 @@ export * from './unit-of-work.js';
 export * from './etag.js';
 export * from './events.js';
 export * from './http.js';
-export { checkRequestTarget, MAX_JSON_DEPTH, readJsonBody, unstorableString, unstorableStrings } from './request-input.js';
+export { checkRequestTarget, MAX_JSON_DEPTH, readBoundedBody, readJsonBody, unstorableString, unstorableStrings } from './request-input.js';
 export * from './idempotency.js';
 export * from './ids.js';
 export * from './inbox.js';

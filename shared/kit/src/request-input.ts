@@ -22,16 +22,46 @@ const DECOMPRESSORS: Record<string, (input: Buffer) => Buffer> = {
 
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
 
-async function readRaw(ctx: Context): Promise<Buffer> {
-  if (Number(ctx.get('content-length') || 0) > MAX_BODY_BYTES) throw new PayloadTooLarge(MAX_BODY_BYTES);
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of ctx.req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > MAX_BODY_BYTES) throw new PayloadTooLarge(MAX_BODY_BYTES);
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks);
+/**
+ * A request body of at most `limit` bytes, declared or not: a chunked body that grows past the
+ * limit is a 413 as soon as it does, not after it was all read. Events rather than `for await`:
+ * the async iterator's promise per chunk was 1-2 % of a process on a POST. Past the limit the
+ * rest of the body is left to the server, which discards it, so the 413 still reaches the client.
+ */
+export function readBoundedBody(ctx: Context, limit: number): Promise<Buffer> {
+  if (Number(ctx.get('content-length') || 0) > limit) return Promise.reject(new PayloadTooLarge(limit));
+  const request = ctx.req;
+  if (request.readableEnded) return Promise.resolve(Buffer.alloc(0));
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const stop = () => {
+      request.off('data', onData).off('end', onEnd).off('error', onError).off('close', onClose);
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= limit) {
+        chunks.push(chunk);
+        return;
+      }
+      stop();
+      reject(new PayloadTooLarge(limit));
+    };
+    const onEnd = () => {
+      stop();
+      resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
+    };
+    const onError = (error: Error) => {
+      stop();
+      reject(error);
+    };
+    // The client left mid-body: as the stream's own iterator reports it.
+    const onClose = () => {
+      stop();
+      reject(Object.assign(new Error('Premature close'), { code: 'ERR_STREAM_PREMATURE_CLOSE' }));
+    };
+    request.on('data', onData).on('end', onEnd).on('error', onError).on('close', onClose);
+  });
 }
 
 function decode(raw: Buffer, encoding: string): Buffer {
@@ -115,7 +145,7 @@ export function unstorableStrings(document: unknown): FieldError[] {
 export async function readJsonBody(ctx: Context): Promise<unknown> {
   const charset = /;\s*charset=("?)([^";]+)\1/i.exec(ctx.get('content-type'))?.[2]?.toLowerCase();
   if (charset && charset !== 'utf-8' && charset !== 'utf8') throw new UnsupportedMediaType(`charset ${charset} is not supported; JSON is UTF-8.`);
-  const body = decode(await readRaw(ctx), ctx.get('content-encoding'));
+  const body = decode(await readBoundedBody(ctx, MAX_BODY_BYTES), ctx.get('content-encoding'));
   let text: string;
   try {
     text = utf8.decode(body);

@@ -1,6 +1,5 @@
 import type { Context } from 'koa';
-import { currentContext, RateLimited, serviceAuthorization, WORK_QUEUES, type Bus, type Consumer, type Logger } from '@merx/kit';
-import { readBoundedBody } from '../proxy.js';
+import { currentContext, RateLimited, readBoundedBody, serviceAuthorization, WORK_QUEUES, type Bus, type Consumer, type Logger } from '@merx/kit';
 import pRetry from 'p-retry';
 import type { Decision } from './algorithms.js';
 import type { ThrottleSettings } from './config.js';
