@@ -1,4 +1,4 @@
-import { createHmac } from 'node:crypto';
+import { createHmac, createSecretKey, type KeyObject } from 'node:crypto';
 import { canonicalJson, SIGNING_SECRET_PREFIX } from '@merx/kit';
 import { toWebhookPayload, type WebhookPayload } from '../domain/delivery.js';
 import type { DeliveryFormat } from '../domain/endpoint.js';
@@ -31,7 +31,25 @@ export function bodyHmac(payload: WebhookPayload, secret: string): string {
 }
 
 function hexHmac(secret: string, text: string): string {
-  return createHmac('sha256', secretKey(secret)).update(text).digest('hex');
+  return createHmac('sha256', hmacKey(secret)).update(text).digest('hex');
+}
+
+/** Secrets whose HMAC key is kept: far more than the endpoints one worker sends to at once. */
+const KEPT_KEYS = 4_096;
+const hmacKeys = new Map<string, KeyObject>();
+
+/**
+ * `secretKey` as a KeyObject, made once per secret: every request is signed twice (body and
+ * headers) with a secret that stays the same for thousands of requests.
+ */
+function hmacKey(secret: string): KeyObject {
+  let key = hmacKeys.get(secret);
+  if (!key) {
+    key = createSecretKey(secretKey(secret));
+    if (hmacKeys.size >= KEPT_KEYS) hmacKeys.delete(hmacKeys.keys().next().value!);
+    hmacKeys.set(secret, key);
+  }
+  return key;
 }
 
 /** The request body: the payload's fields in order, then `hmac_sha256`. */
@@ -125,7 +143,7 @@ export function signatureHeaders(input: { messageId: string; timestampSeconds: n
   if (input.secrets.length === 0) throw new TypeError('a webhook is signed with at least one secret');
   if (!Number.isInteger(input.timestampSeconds)) throw new TypeError('webhook-timestamp is whole unix seconds');
   const signed = `${input.messageId}.${input.timestampSeconds}.${input.body}`;
-  const signatures = input.secrets.map((secret) => `v1,${createHmac('sha256', secretKey(secret)).update(signed).digest('base64')}`);
+  const signatures = input.secrets.map((secret) => `v1,${createHmac('sha256', hmacKey(secret)).update(signed).digest('base64')}`);
   return {
     'webhook-id': input.messageId,
     'webhook-timestamp': String(input.timestampSeconds),
