@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import proxyaddr from 'proxy-addr';
+import { KeptValues } from './kept-values.js';
 
 /** Which peers may say who the client is (in `X-Forwarded-For`); everyone else is the client. */
 export type ProxyTrust = (address: string, hop: number) => boolean;
@@ -14,9 +15,9 @@ export const SERVICE_NETWORK = ['loopback', 'linklocal', 'uniquelocal'];
  * What a compiled trust decided, by the peer's address and `X-Forwarded-For`: the same few
  * pairs come again and again (the gateway, the load balancer, a client), and proxy-addr parses
  * every address of both on every request. Only for trusts made by proxyTrust, which depend on
- * nothing else; emptied when full, so a caller sending ever-new headers cannot grow it.
+ * nothing else; bounded, so a caller sending ever-new headers cannot grow it.
  */
-const answers = new WeakMap<ProxyTrust, Map<string, string>>();
+const answers = new WeakMap<ProxyTrust, KeptValues<string, string>>();
 const ANSWERS_KEPT = 1024;
 
 /**
@@ -25,7 +26,7 @@ const ANSWERS_KEPT = 1024;
  */
 export function proxyTrust(entries: readonly string[]): ProxyTrust {
   const trust = proxyaddr.compile([...entries]);
-  answers.set(trust, new Map());
+  answers.set(trust, new KeptValues(ANSWERS_KEPT));
   return trust;
 }
 
@@ -38,13 +39,7 @@ export function clientAddress(request: IncomingMessage, trust: ProxyTrust): stri
   const peer = request.socket?.remoteAddress;
   if (!known || peer === undefined) return proxyaddr(request, trust);
   const key = `${peer} ${request.headers['x-forwarded-for'] ?? ''}`;
-  let address = known.get(key);
-  if (address === undefined) {
-    address = proxyaddr(request, trust);
-    if (known.size >= ANSWERS_KEPT) known.clear();
-    known.set(key, address);
-  }
-  return address;
+  return known.get(key, () => proxyaddr(request, trust));
 }
 
 /** Parses a comma-separated setting; used by configuration, so a bad entry stops the start. */

@@ -2,6 +2,7 @@ export * from './admin-server.js';
 export * from './amqp-bus.js';
 export * from './auth.js';
 export * from './jwks-cache.js';
+export * from './kept-values.js';
 export * from './bus.js';
 export * from './broker-names.js';
 export * from './config.js';

@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import type { IncomingHttpHeaders } from 'node:http';
 import { Agent, type Dispatcher } from 'undici';
-import { guardedLookup, policyHostname, refuseLiteralHost, type HostResolver, type TargetPolicy } from '@merx/kit';
+import { guardedLookup, KeptValues, policyHostname, refuseLiteralHost, type HostResolver, type TargetPolicy } from '@merx/kit';
 
 /**
  * The HTTP transport of the delivery engine: one POST, one outcome. It never throws for anything
@@ -46,7 +46,7 @@ export class WebhookSender {
   private readonly connectTimeoutMs: number;
   private readonly totalTimeoutMs: number;
   private readonly maxResponseBytes: number;
-  private readonly targets = new Map<string, Target | { refused: SendFailure; message: string }>();
+  private readonly targets = new KeptValues<string, Target | { refused: SendFailure; message: string }>(KEPT_TARGETS);
 
   constructor(options: WebhookSenderOptions) {
     this.policy = options.policy;
@@ -107,13 +107,7 @@ export class WebhookSender {
    * endpoint's URL is the same for all its deliveries. The policy is fixed for the sender's life.
    */
   private targetOf(text: string): Target | { refused: SendFailure; message: string } {
-    let target = this.targets.get(text);
-    if (!target) {
-      target = parseTarget(text, this.policy);
-      if (this.targets.size >= KEPT_TARGETS) this.targets.delete(this.targets.keys().next().value!);
-      this.targets.set(text, target);
-    }
-    return target;
+    return this.targets.get(text, (url) => parseTarget(url, this.policy));
   }
 
   /** Waits for requests in flight, then closes the kept-alive connections. */

@@ -1,5 +1,5 @@
 import { createHmac, createSecretKey, type KeyObject } from 'node:crypto';
-import { canonicalJson, SIGNING_SECRET_PREFIX } from '@merx/kit';
+import { canonicalJson, KeptValues, SIGNING_SECRET_PREFIX } from '@merx/kit';
 import { toWebhookPayload, type WebhookPayload } from '../domain/delivery.js';
 import type { DeliveryFormat } from '../domain/endpoint.js';
 
@@ -36,21 +36,12 @@ function hexHmac(secret: string, text: string): string {
 
 /** Secrets whose HMAC key is kept: far more than the endpoints one worker sends to at once. */
 const KEPT_KEYS = 4_096;
-const hmacKeys = new Map<string, KeyObject>();
-
 /**
  * `secretKey` as a KeyObject, made once per secret: every request is signed twice (body and
  * headers) with a secret that stays the same for thousands of requests.
  */
-function hmacKey(secret: string): KeyObject {
-  let key = hmacKeys.get(secret);
-  if (!key) {
-    key = createSecretKey(secretKey(secret));
-    if (hmacKeys.size >= KEPT_KEYS) hmacKeys.delete(hmacKeys.keys().next().value!);
-    hmacKeys.set(secret, key);
-  }
-  return key;
-}
+const hmacKeys = new KeptValues<string, KeyObject>(KEPT_KEYS);
+const hmacKey = (secret: string): KeyObject => hmacKeys.get(secret, (kept) => createSecretKey(secretKey(kept)));
 
 /** The request body: the payload's fields in order, then `hmac_sha256`. */
 export function webhookBody(payload: WebhookPayload, secret: string): string {
