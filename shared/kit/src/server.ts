@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { createServer, type RequestListener, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type Koa from 'koa';
@@ -63,8 +64,49 @@ export async function ensurePortFree(port: number, host: string): Promise<void> 
   });
 }
 
-/** A port free right now, for a process that must know its address before it listens (issuer URLs). */
+/**
+ * A port free right now, for a process that must know its address before it listens (issuer URLs).
+ * Chosen below the kernel's ephemeral range where there is one: a port the kernel handed out
+ * (listen on 0) can be taken by any outgoing connection (a database pool, the broker) before the
+ * process it was meant for binds it, which failed a cluster start now and then; outgoing
+ * connections never take a port below that range, so only another listener could.
+ */
 export async function freePort(): Promise<number> {
+  const below = ephemeralRangeStart();
+  for (let attempt = 0; below !== undefined && attempt < 50; attempt += 1) {
+    const port = FIRST_CHOSEN_PORT + Math.floor(Math.random() * (below - FIRST_CHOSEN_PORT));
+    // Not one handed out already: the processes it went to may not be listening yet.
+    if (handedOut.has(port) || !(await canListen(port))) continue;
+    if (handedOut.size >= 4_096) handedOut.clear();
+    handedOut.add(port);
+    return port;
+  }
+  return kernelChosenPort();
+}
+
+const FIRST_CHOSEN_PORT = 10_000;
+const handedOut = new Set<number>();
+
+/** The first port of Linux's ephemeral range (net.ipv4.ip_local_port_range), if it leaves room below it. */
+function ephemeralRangeStart(): number | undefined {
+  try {
+    const start = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
+    return Number.isInteger(start) && start > FIRST_CHOSEN_PORT + 1_000 ? start : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+async function canListen(port: number): Promise<boolean> {
+  const { createServer: createNetServer } = await import('node:net');
+  return new Promise((resolve) => {
+    const probe = createNetServer();
+    probe.once('error', () => resolve(false));
+    probe.listen(port, '127.0.0.1', () => probe.close(() => resolve(true)));
+  });
+}
+
+async function kernelChosenPort(): Promise<number> {
   const { createServer: createNetServer } = await import('node:net');
   return new Promise((resolve, reject) => {
     const probe = createNetServer();
