@@ -101,6 +101,10 @@ async function upsertExportIngestStream(name: 'distributed', env: Record<string,
     // Both followers measured before the next scenario starts, so their figures are the upsert's alone.
     const audit = await measureAuditLag(mode.databaseUrl, upsertEnded, 300_000);
     const webhooks = await webhookLag(receiver, items, upsertEnded.getTime());
+    // The whole pipeline's cost: from the upsert's start until audit and webhooks have every
+    // product's event (the followers' catch-up included; so is the machine's idle burn meanwhile).
+    const pipelineCpu = cpuUsage(cpuBefore, cpuSnapshot(), named, mode.databaseName);
+    const pipelineMs = Date.now() - started;
 
     // Export both ways: one product per message (as before pages), then pages of EXPORT_PAGE_SIZE.
     const exportAll = async (pageSize: number) => {
@@ -175,7 +179,8 @@ async function upsertExportIngestStream(name: 'distributed', env: Record<string,
         `StreamEvents ${perSecond(events, eventsMs)} events/s (the upsert's ${events} products.created, read back from the start of the run, including waiting for them to reach the events store).`,
       `gRPC upsert, followers: audit wrote ${audit.entries} entries at ${Math.round(audit.entriesPerSecond).toLocaleString('en-US')}/s, lag behind the event p50 ${Math.round(audit.lagP50Ms)} ms, p99 ${Math.round(audit.lagP99Ms)} ms, ` +
         `caught up ${Math.round(audit.catchUpMs)} ms after the last answer; webhooks delivered ${webhooks.delivered} products.created to one subscription, ` +
-        `event-to-arrival p50 ${webhooks.p50 ?? 'n/a'} ms, p99 ${webhooks.p99 ?? 'n/a'} ms, caught up ${webhooks.catchUpMs} ms after the last answer.`,
+        `event-to-arrival p50 ${webhooks.p50 ?? 'n/a'} ms, p99 ${webhooks.p99 ?? 'n/a'} ms, caught up ${webhooks.catchUpMs} ms after the last answer. ` +
+        `From the upsert's start until both had every event: ${pipelineMs} ms (${perSecond(items, pipelineMs)} products/s end to end), CPU ms per product ${cpuLine(pipelineCpu, items)}.`,
       `gRPC CPU ms per item while each call ran (sum = the run's own processes; other = the rest of the machine, steal = the hypervisor's): ` +
         `upsert ${cpuLine(upsertCpu, items)}; export in pages of ${EXPORT_PAGE_SIZE} ${cpuLine(exportedPaged.cpu, exportedPaged.count)}; ` +
         `export one per message ${cpuLine(exportedOne.cpu, exportedOne.count)}; ingest ${cpuLine(ingestCpu, items)}.`,
