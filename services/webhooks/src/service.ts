@@ -150,10 +150,13 @@ export async function startWebhooks(deps: WebhooksDeps): Promise<RunningWebhooks
   await worker.start();
   const fanOutEvents = fanOut({ outbox: service.outbox, logger, validator: createContractValidator(), secretOverlapMs: settings.secretOverlapMs, now });
   // Events arriving while a batch commits go together in the next one: one transaction for many.
-  const fanOutInBatches = batchPerKey<MerxEvent>(async (_key, events) => {
-    const due = await fanOutEvents(events);
-    if (due > 0) worker!.wake();
-  }, 500);
+  const fanOutInBatches = batchPerKey<MerxEvent>(
+    async (_key, events) => {
+      const due = await fanOutEvents(events);
+      if (due > 0) worker!.wake();
+    },
+    { maxBatch: 500 },
+  );
   const consumer = await deps.bus.consume({ queue: WEBHOOKS_QUEUE, bindings: ['#'], prefetch: 512 }, (event) => fanOutInBatches('events', event));
   return {
     ...service,

@@ -44,6 +44,38 @@ describe('batchPerKey', () => {
     assert.deepEqual(writes, [[1], [2, 3, 4], [2], [3], [4]]);
   });
 
+  it('with gatherMs, waits for more before writing a batch that is not full, and not for a full one', async () => {
+    const writes: number[][] = [];
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const submit = batchPerKey<number>(
+      async (_key, items) => {
+        writes.push(items);
+        if (writes.length === 1) await gate;
+      },
+      { maxBatch: 2, gatherMs: 50 },
+    );
+    const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
+    // 1 alone would have been written at once; 2 comes in a later turn of the event loop, inside the wait.
+    const first = [submit('a', 1)];
+    await nextTurn();
+    first.push(submit('a', 2));
+    // 3 and 4 fill a batch while the first is written: it goes as soon as that write ends.
+    await nextTurn();
+    const full = [submit('a', 3), submit('a', 4)];
+    while (writes.length === 0) await nextTurn();
+    assert.deepEqual(writes, [[1, 2]]);
+    release();
+    await Promise.all(first);
+    await nextTurn();
+    // Already written, well inside the 50 ms a batch that is not full would have waited.
+    assert.deepEqual(writes, [
+      [1, 2],
+      [3, 4],
+    ]);
+    await Promise.all(full);
+  });
+
   it('rejects the item of a failed batch of one and carries on', async () => {
     let fail = true;
     const submit = batchPerKey<number>(async () => {

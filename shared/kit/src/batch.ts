@@ -5,7 +5,18 @@
  * When a batch fails, its items are written again one by one, in order: a bad item fails alone
  * (its delivery is retried and, in the end, poisoned alone) while the rest commit.
  */
-export function batchPerKey<T>(write: (key: string, items: T[]) => Promise<void>, maxBatch = 200) {
+export interface BatchOptions {
+  /** The most items one write takes (200 when absent). */
+  maxBatch?: number;
+  /**
+   * How long a batch that is not full waits for more items before it is written (none when
+   * absent): items that come one by one, each as soon as the last write ended, would otherwise
+   * be written a few at a time.
+   */
+  gatherMs?: number;
+}
+
+export function batchPerKey<T>(write: (key: string, items: T[]) => Promise<void>, { maxBatch = 200, gatherMs = 0 }: BatchOptions = {}) {
   interface Pending {
     item: T;
     resolve(): void;
@@ -18,8 +29,12 @@ export function batchPerKey<T>(write: (key: string, items: T[]) => Promise<void>
     running.add(key);
     try {
       for (;;) {
-        const queue = queues.get(key);
+        let queue = queues.get(key);
         if (!queue || queue.length === 0) break;
+        if (gatherMs > 0 && queue.length < maxBatch) {
+          await new Promise((resolve) => setTimeout(resolve, gatherMs));
+          queue = queues.get(key)!;
+        }
         const batch = queue.splice(0, maxBatch);
         try {
           await write(

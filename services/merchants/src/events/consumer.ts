@@ -32,7 +32,7 @@ const PREFETCH = 256;
 export async function consumeMerchantsEvents(bus: Bus, db: Db, handlers: MerchantsEventHandlers): Promise<Consumer> {
   // A delivery is acked once its batch committed; a failing batch is written again event by event,
   // so a bad event fails (and is retried, then poisoned) alone.
-  const routeInBatches = batchPerKey<MerxEvent>((merchantId, events) => handlers.routeRecordEvents(merchantId, events), PREFETCH);
+  const routeInBatches = batchPerKey<MerxEvent>((merchantId, events) => handlers.routeRecordEvents(merchantId, events), { maxBatch: PREFETCH });
   const byTopic = new Map<string, (event: MerxEvent) => Promise<unknown>>([
     ['merchants.created', (event) => handleEventOnce(db, MERCHANTS_SCHEMA, ACCOUNTS_CONSUMER, event, (tx) => applyMerchantEvent(tx, event))],
     ['merchants.standing_changed', (event) => handleEventOnce(db, MERCHANTS_SCHEMA, ACCOUNTS_CONSUMER, event, (tx) => applyMerchantEvent(tx, event))],
