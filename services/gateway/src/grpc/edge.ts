@@ -27,6 +27,7 @@ import {
   type TokenVerifier,
 } from '@merx/kit';
 import type { Throttle } from '../throttle/limiter.js';
+import { Relay } from './relay.js';
 
 export interface GrpcEdgeDeps {
   logger: Logger;
@@ -112,12 +113,8 @@ export async function startGrpcEdge(deps: GrpcEdgeDeps): Promise<RunningGrpcEdge
     upstream: grpc.ClientReadableStream<Buffer> | grpc.ClientDuplexStream<Buffer, Buffer>,
     call: grpc.ServerWritableStream<Buffer, Buffer> | grpc.ServerDuplexStream<Buffer, Buffer>,
   ) => {
-    upstream.on('data', (bytes: Buffer) => {
-      if (!call.write(bytes)) {
-        upstream.pause();
-        call.once('drain', () => upstream.resume());
-      }
-    });
+    const answers = new Relay(upstream, call);
+    upstream.on('data', (bytes: Buffer) => answers.write(bytes));
     upstream.on('error', (error: grpc.ServiceError) => sendError(call, { code: error.code, details: error.details, metadata: error.metadata }));
     upstream.on('end', () => {
       if (!call.cancelled) call.end();
@@ -178,18 +175,16 @@ export async function startGrpcEdge(deps: GrpcEdgeDeps): Promise<RunningGrpcEdge
               const upstream = client.makeBidiStreamRequest(path, identity, identity, forwardedMetadata(call.metadata, requestId), optionsOf(call));
               relayResponses(upstream, call);
               const pace = paced && throttle ? throttle.bulkPacer(claims.merchantId, claims.plan) : undefined;
-              const forward = (bytes: Buffer) => {
-                if (!upstream.write(bytes)) {
-                  call.pause();
-                  upstream.once('drain', () => call.resume());
-                }
-              };
+              // The caller is read only while the service's stream has room and no message waits for the bulk class.
+              const requests = new Relay(call, upstream);
+              const forward = (bytes: Buffer) => requests.write(bytes);
               // Messages go upstream in order; while one waits for the bulk class, the rest queue behind it.
               let tail: Promise<void> = Promise.resolve();
               let queued = 0;
               let refused = false;
               const enqueue = (step: () => void | Promise<void>) => {
                 queued += 1;
+                requests.hold('bulk class');
                 tail = tail
                   .then(() => (refused ? undefined : step()))
                   .catch((error: unknown) => {
@@ -198,7 +193,10 @@ export async function startGrpcEdge(deps: GrpcEdgeDeps): Promise<RunningGrpcEdge
                     upstream.cancel();
                     sendError(call, grpcErrorOf(error, logger));
                   })
-                  .finally(() => (queued -= 1));
+                  .finally(() => {
+                    queued -= 1;
+                    if (queued === 0) requests.release('bulk class');
+                  });
               };
               call.on('data', (bytes: Buffer) => {
                 if (!pace) return forward(bytes);
@@ -210,14 +208,8 @@ export async function startGrpcEdge(deps: GrpcEdgeDeps): Promise<RunningGrpcEdge
                 if (queued === 0) {
                   const wait = pace.take(items);
                   if (!wait) return forward(bytes);
-                  // Backpressure before refusal: stop reading until the bulk class has room again.
-                  call.pause();
-                  return enqueue(() =>
-                    wait.then(() => {
-                      forward(bytes);
-                      call.resume();
-                    }),
-                  );
+                  // Backpressure before refusal: no reading until the bulk class has room again.
+                  return enqueue(() => wait.then(() => forward(bytes)));
                 }
                 enqueue(async () => {
                   await pace.take(items);
