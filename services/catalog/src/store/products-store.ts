@@ -185,12 +185,13 @@ export async function deleteAllProductsForMerchant(tx: Queryable, merchantId: Me
  * The merchant's products with these skus, locked for the rest of the transaction when asked.
  *
  * One lookup by the whole key (merchant_id, sku) per sku, in a LATERAL subquery the planner keeps
- * as it is. `sku = ANY(...)` left the plan to statistics: on a table never analyzed (PGlite has no
- * autovacuum; a fresh table under a bulk load is not analyzed yet either) the planner guessed the
- * merchant had a handful of products, read all of them through the index on merchant_id and
- * filtered by sku. Every chunk of a bulk upsert then read the merchant's whole catalogue:
- * 210 ms a chunk in PGlite at 60,000 products, so an import slowed as it grew. Rows are locked
- * in the order of `skus`, sorted here, so two writers of the same skus never deadlock.
+ * as it is (OFFSET 0: never merged into a join it could hash). `sku = ANY(...)` left the plan to
+ * statistics: on a table never analyzed (PGlite has no autovacuum; a fresh table under a bulk
+ * load is not analyzed yet either) the planner guessed the merchant had a handful of products,
+ * read all of them through the index on merchant_id and filtered by sku. Every chunk of a bulk
+ * upsert then read the merchant's whole catalogue: 210 ms a chunk in PGlite at 60,000 products,
+ * so an import slowed as it grew. Rows are locked in the order of `skus`, sorted here, so two
+ * writers of the same skus never deadlock.
  */
 export async function findProductsBySkuForMerchant(
   tx: Queryable,
@@ -201,7 +202,7 @@ export async function findProductsBySkuForMerchant(
   if (skus.length === 0) return [];
   const { rows } = await tx.query<ProductRow>(
     `SELECT p.* FROM unnest($2::text[]) WITH ORDINALITY AS wanted(sku, n)
-     CROSS JOIN LATERAL (SELECT ${COLUMNS} FROM ${TABLE} WHERE merchant_id = $1 AND sku = wanted.sku${options.forUpdate ? ' FOR UPDATE' : ''}) p
+     CROSS JOIN LATERAL (SELECT ${COLUMNS} FROM ${TABLE} WHERE merchant_id = $1 AND sku = wanted.sku OFFSET 0${options.forUpdate ? ' FOR UPDATE' : ''}) p
      ORDER BY wanted.n`,
     [merchantId, [...skus].sort()],
   );
