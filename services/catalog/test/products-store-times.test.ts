@@ -4,6 +4,7 @@ import { migrateSchema, newId, trustedMerchantId, type Db, type MerchantId } fro
 import { CATALOG_SCHEMA, catalogMigrations } from '../src/index.js';
 import { exportProductsForMerchant, findProductForMerchant, findProductsBySkuForMerchant, insertProductsForMerchant } from '../src/store/products-store.js';
 import { freshPglite, freshPostgres, type Storage } from './harness.js';
+import { newProductRow } from './stored-product.js';
 
 /**
  * Stored times as the store reads them (whole epoch milliseconds, not timestamptz text): the same
@@ -27,19 +28,7 @@ const STORED_TIMES: Array<[literal: string, iso: string]> = [
 ];
 
 async function storeProducts(db: Db, merchantId: MerchantId): Promise<string[]> {
-  const products = STORED_TIMES.map((_, index) => ({
-    id: `prod_${String(index).padStart(26, '0')}`,
-    product: {
-      sku: `TIME-${index}`,
-      title: 'Time',
-      description: null,
-      price: '1.00',
-      currency: 'USD',
-      status: 'active' as const,
-      inventoryQuantity: null,
-      attributes: {},
-    },
-  }));
+  const products = STORED_TIMES.map((_, index) => newProductRow(`prod_${String(index).padStart(26, '0')}`, `TIME-${index}`, 'Time'));
   await insertProductsForMerchant(db, merchantId, products, new Date());
   for (const [index, [literal]] of STORED_TIMES.entries()) {
     await db.query(`UPDATE ${CATALOG_SCHEMA}.products SET created_at = $3::timestamptz, updated_at = $3::timestamptz WHERE merchant_id = $1 AND id = $2`, [

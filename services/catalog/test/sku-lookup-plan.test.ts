@@ -3,6 +3,7 @@ import { migrateSchema, newId, trustedMerchantId, type Queryable } from '@merx/k
 import { CATALOG_SCHEMA, catalogMigrations } from '../src/index.js';
 import { findProductsBySkuForMerchant, insertProductsForMerchant } from '../src/store/products-store.js';
 import { freshPglite, freshPostgres, type Storage } from './harness.js';
+import { newProductRow } from './stored-product.js';
 
 const PRODUCTS = 3_000;
 
@@ -41,19 +42,7 @@ function looksUpByTheWholeKey(name: string, open: () => Promise<Storage>) {
       await migrateSchema(storage.db, CATALOG_SCHEMA, catalogMigrations);
       await storage.db.query(`ALTER TABLE ${CATALOG_SCHEMA}.products SET (autovacuum_enabled = false)`);
       for (let first = 0; first < PRODUCTS; first += 500) {
-        const products = Array.from({ length: 500 }, (_, offset) => ({
-          id: newId('prod'),
-          product: {
-            sku: `SKU-${first + offset}`,
-            title: 'Plan',
-            description: null,
-            price: '1.00',
-            currency: 'USD',
-            status: 'active' as const,
-            inventoryQuantity: null,
-            attributes: {},
-          },
-        }));
+        const products = Array.from({ length: 500 }, (_, offset) => newProductRow(newId('prod'), `SKU-${first + offset}`, 'Plan'));
         await insertProductsForMerchant(storage.db, merchantId, products, new Date());
       }
     });

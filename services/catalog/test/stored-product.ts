@@ -1,4 +1,4 @@
-import type { Product } from '../src/domain/product.js';
+import type { NewProduct, Product } from '../src/domain/product.js';
 
 /** When the stored product was created and last changed: a time with milliseconds. */
 export const storedAt = new Date('2026-11-22T10:04:05.123Z');
@@ -19,3 +19,11 @@ export const storedProduct: Product = {
   createdAt: storedAt,
   updatedAt: storedAt,
 };
+
+/** A row for insertProductsForMerchant: a new active product at 1.00 USD with nothing optional set. */
+export function newProductRow(id: string, sku: string, title: string): { id: string; product: NewProduct } {
+  return {
+    id,
+    product: { sku, title, description: null, price: '1.00', currency: 'USD', status: 'active', inventoryQuantity: null, attributes: {} },
+  };
+}

@@ -177,7 +177,6 @@ export async function startGrpcEdge(deps: GrpcEdgeDeps): Promise<RunningGrpcEdge
               const pace = paced && throttle ? throttle.bulkPacer(claims.merchantId, claims.plan) : undefined;
               // The caller is read only while the service's stream has room and no message waits for the bulk class.
               const requests = new Relay(call, upstream);
-              const forward = (bytes: Buffer) => requests.write(bytes);
               // Messages go upstream in order; while one waits for the bulk class, the rest queue behind it.
               let tail: Promise<void> = Promise.resolve();
               let queued = 0;
@@ -199,7 +198,7 @@ export async function startGrpcEdge(deps: GrpcEdgeDeps): Promise<RunningGrpcEdge
                   });
               };
               call.on('data', (bytes: Buffer) => {
-                if (!pace) return forward(bytes);
+                if (!pace) return requests.write(bytes);
                 // A page counts as the items it carries: read off its tags, the message itself goes on as it came.
                 // A page longer than any service takes is one message to refuse as bad input, not a
                 // wait for the bulk class to make room for work that will never be done.
@@ -207,13 +206,13 @@ export async function startGrpcEdge(deps: GrpcEdgeDeps): Promise<RunningGrpcEdge
                 const items = carried > MAX_BULK_PAGE_ITEMS ? 1 : carried;
                 if (queued === 0) {
                   const wait = pace.take(items);
-                  if (!wait) return forward(bytes);
+                  if (!wait) return requests.write(bytes);
                   // Backpressure before refusal: no reading until the bulk class has room again.
-                  return enqueue(() => wait.then(() => forward(bytes)));
+                  return enqueue(() => wait.then(() => requests.write(bytes)));
                 }
                 enqueue(async () => {
                   await pace.take(items);
-                  forward(bytes);
+                  requests.write(bytes);
                 });
               });
               call.on('end', () => (queued === 0 ? upstream.end() : enqueue(() => void upstream.end())));
