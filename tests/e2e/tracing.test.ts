@@ -77,10 +77,17 @@ describe('tracing across services (OpenTelemetry over OTLP)', () => {
     const inTrace = () => receiver.spans.filter((span) => span.traceId === traceId);
     const consumedBy = (spans: ReceivedSpan[], service: string) =>
       spans.find((span) => span.kind === KIND.consumer && span.name === 'process products.created' && serviceOf(span) === service);
+    // Each process exports on its own schedule: the catalog's request span ends after the
+    // relay has published, so the consumers' spans can arrive before it. Wait for every part.
     const spans = await eventually(
       async () => inTrace(),
-      (found) => consumedBy(found, 'audit') !== undefined && consumedBy(found, 'webhooks') !== undefined,
-      "both consumers' spans",
+      (found) =>
+        consumedBy(found, 'audit') !== undefined &&
+        consumedBy(found, 'webhooks') !== undefined &&
+        found.some((span) => span.kind === KIND.server && serviceOf(span) === 'catalog') &&
+        found.some((span) => span.kind === KIND.producer && span.name === 'publish products.created') &&
+        found.some((span) => span.kind === KIND.client && span.name === 'POST catalog'),
+      "every service's spans",
     );
 
     const byId = new Map(spans.map((span) => [span.spanId, span]));
