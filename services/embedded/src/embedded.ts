@@ -14,6 +14,7 @@ import {
   MemoryBus,
   newServiceToken,
   openPgliteThread,
+  startTableUpkeep,
   RevocationList,
   SecretKeyRing,
   startAdminServer,
@@ -186,6 +187,9 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<RunningEm
     // One process owns this database: it converts what an older version left in plaintext, and
     // finishes a rotation (a new key first in MERX_SECRETS_KEYS), before the API opens.
     const resealed = await resealSigningSecrets(db, secretKeys);
+    // PGlite has no autovacuum: without this its planner never learns what the tables hold, and
+    // queue tables keep every row they ever held.
+    track(startTableUpkeep(db, logger.child({ component: 'table-upkeep' })));
     if (Object.values(resealed).some((rows) => rows > 0)) logger.info({ resealed, key: secretKeys.activeKeyId }, 'signing secrets resealed');
     // Before the gateway, which routes /console to it; it calls the API back through the gateway's port.
     const consoleApp = track(

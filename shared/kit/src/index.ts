@@ -34,6 +34,7 @@ export * from './runtime.js';
 export { openPgliteThread, type PgliteThread } from './pglite-worker-db.js';
 export * from './money.js';
 export * from './maintenance.js';
+export * from './table-upkeep.js';
 export * from './service.js';
 export * from './revocations.js';
 export * from './canonical-json.js';
