@@ -1,29 +1,12 @@
 import assert from 'node:assert/strict';
-import { migrateSchema, newId, trustedMerchantId, type Queryable } from '@merx/kit';
+import { migrateSchema, newId, trustedMerchantId } from '@merx/kit';
+import { recordingStatements, rowsReadBy } from '@merx/kit/testing';
 import { CATALOG_SCHEMA, catalogMigrations } from '../src/index.js';
 import { findProductsBySkuForMerchant, insertProductsForMerchant } from '../src/store/products-store.js';
 import { freshPglite, freshPostgres, type Storage } from './harness.js';
 import { newProductRow } from './stored-product.js';
 
 const PRODUCTS = 3_000;
-
-interface PlanNode {
-  'Relation Name'?: string;
-  'Actual Rows'?: number;
-  'Actual Loops'?: number;
-  'Rows Removed by Filter'?: number;
-  'Rows Removed by Index Recheck'?: number;
-  Plans?: PlanNode[];
-}
-
-/** Rows the plan read from the products table: those it returned and those it read only to throw away. */
-function productRowsRead(node: PlanNode): number {
-  const own =
-    node['Relation Name'] === 'products'
-      ? ((node['Actual Rows'] ?? 0) + (node['Rows Removed by Filter'] ?? 0) + (node['Rows Removed by Index Recheck'] ?? 0)) * (node['Actual Loops'] ?? 1)
-      : 0;
-  return own + (node.Plans ?? []).reduce((sum, child) => sum + productRowsRead(child), 0);
-}
 
 /**
  * A bulk upsert looks its chunk's skus up on a table nobody has analyzed: PGlite has no
@@ -52,27 +35,17 @@ function looksUpByTheWholeKey(name: string, open: () => Promise<Storage>) {
       // A chunk's worth: the planner's guess for `sku = ANY` of 500 values is what went wrong.
       const present = Array.from({ length: 250 }, (_, index) => `SKU-${index * 12}`);
       const absent = Array.from({ length: 250 }, (_, index) => `NEW-${index}`);
-      const statements: Array<{ sql: string; params: unknown[] }> = [];
+      let statements: Array<{ sql: string; params: unknown[] }> = [];
       const found = await storage.db.transaction(async (tx) => {
-        const recording: Queryable = {
-          query: (sql, params = []) => {
-            statements.push({ sql, params });
-            return tx.query(sql, params);
-          },
-          exec: (sql) => tx.exec(sql),
-        };
-        return findProductsBySkuForMerchant(recording, merchantId, [...absent, ...present], { forUpdate: true });
+        const recording = recordingStatements(tx);
+        statements = recording.statements;
+        return findProductsBySkuForMerchant(recording.db, merchantId, [...absent, ...present], { forUpdate: true });
       });
       assert.deepEqual(found.map((product) => product.sku).sort(), [...present].sort());
       assert.equal(statements.length, 1);
 
       const { sql, params } = statements[0]!;
-      const plan = await storage.db.transaction(async (tx) => {
-        const { rows } = await tx.query<Record<string, unknown>>(`EXPLAIN (ANALYZE, FORMAT JSON) ${sql}`, params);
-        const value = rows[0]!['QUERY PLAN'];
-        return (typeof value === 'string' ? JSON.parse(value) : value) as Array<{ Plan: PlanNode }>;
-      });
-      const read = productRowsRead(plan[0]!.Plan);
+      const read = await rowsReadBy(storage.db, 'products', sql, params);
       assert.ok(read <= present.length, `the lookup of ${present.length + absent.length} skus read ${read} of the merchant's ${PRODUCTS} products`);
     });
   });

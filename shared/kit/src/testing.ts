@@ -250,6 +250,7 @@ export class EventLog {
   }
 }
 export * from './testing-otlp.js';
+export * from './testing-plans.js';
 
 let testKeys: SecretKeyRing | undefined;
 
