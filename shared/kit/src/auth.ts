@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache';
 import type { Middleware } from 'koa';
 import { jwtVerify, errors as joseErrors, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 import { createJwksCache } from './jwks-cache.js';
@@ -74,7 +75,8 @@ export function createJwksTokenVerifier(options: JwksVerifierOptions): TokenVeri
 export function createTokenVerifier(keys: JWTVerifyGetKey, options: Omit<JwksVerifierOptions, 'jwksUrl'>): TokenVerifier {
   const now = options.now ?? Date.now;
   const cacheSize = options.cacheSize ?? 10_000;
-  const verified = new Map<string, AccessClaims>();
+  // Least recently used out: the tokens of busy callers stay while one-off tokens pass through.
+  const verified = new LRUCache<string, AccessClaims>({ max: cacheSize });
   const revocations = options.revocations;
   const checkRevocation = (claims: AccessClaims): AccessClaims => {
     if (!revocations) return claims;
@@ -104,7 +106,6 @@ export function createTokenVerifier(keys: JWTVerifyGetKey, options: Omit<JwksVer
         throw new Unauthenticated('The access token is invalid.');
       }
       const claims = claimsFromPayload(payload as JWTPayload & Record<string, unknown>);
-      if (verified.size >= cacheSize) verified.delete(verified.keys().next().value as string);
       verified.set(token, claims);
       return checkRevocation(claims);
     },

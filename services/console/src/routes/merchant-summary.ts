@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache';
 import type { ApiClient } from '../api/client.js';
 
 interface Summary {
@@ -8,7 +9,8 @@ interface Summary {
 
 const CACHE_MS = 30_000;
 const MAX_ENTRIES = 10_000;
-const summaries = new Map<string, Summary>();
+// Freshness is judged by readAt, not by the cache: a stale summary still stands in when the API fails.
+const summaries = new LRUCache<string, Summary>({ max: MAX_ENTRIES });
 
 /**
  * The merchant's name and mode for the frame of every page, read through the API with the user's
@@ -25,7 +27,6 @@ export async function merchantSummary(api: ApiClient, merchantId: string, now = 
     // The frame must not fail the page: the page's own call reports what is wrong.
     return cached ?? { name: merchantId, mode: 'unknown', readAt: 0 };
   }
-  if (summaries.size >= MAX_ENTRIES) summaries.delete(summaries.keys().next().value as string);
   summaries.set(merchantId, summary);
   return summary;
 }

@@ -1,4 +1,5 @@
 import { openOptionalSecret, openSecret, type Queryable } from '@merx/kit';
+import { LRUCache } from 'lru-cache';
 import type { Attempt, DeliveryStatus } from '../domain/delivery.js';
 import type { DeliveryFormat, EndpointKind } from '../domain/endpoint.js';
 import { CLAIMS, ENDPOINTS, markEndpointsDue, QUEUE } from './endpoints-store.js';
@@ -213,9 +214,11 @@ export async function claimDueDeliveries(
  * reseal changes the sealed value, so a secret that changed is opened again, never served stale.
  */
 export class OpenedSecrets {
-  private readonly opened = new Map<string, { sealed: string; previousSealed: string | null; secret: string; previousSecret: string | null }>();
+  private readonly opened: LRUCache<string, { sealed: string; previousSealed: string | null; secret: string; previousSecret: string | null }>;
 
-  constructor(private readonly kept = 4_096) {}
+  constructor(kept = 4_096) {
+    this.opened = new LRUCache({ max: kept });
+  }
 
   of(row: { merchant_id: string; endpoint_id: string; secret: string; previous_secret: string | null }): { secret: string; previousSecret: string | null } {
     const key = endpointKey(row.merchant_id, row.endpoint_id);
@@ -228,8 +231,6 @@ export class OpenedSecrets {
       secret: openSecret(row.secret, owner),
       previousSecret: openOptionalSecret(row.previous_secret, owner),
     };
-    this.opened.delete(key);
-    if (this.opened.size >= this.kept) this.opened.delete(this.opened.keys().next().value!);
     this.opened.set(key, opened);
     return opened;
   }

@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache';
 import { compileCondition, type ConditionCompilation } from './condition.js';
 
 /**
@@ -6,10 +7,11 @@ import { compileCondition, type ConditionCompilation } from './condition.js';
  * Keyed by text rather than rule id: the same text compiles the same way for every merchant.
  */
 export class ConditionCache {
-  readonly #entries = new Map<string, ConditionCompilation>();
+  readonly #entries: LRUCache<string, ConditionCompilation>;
 
   constructor(readonly capacity: number) {
     if (!Number.isInteger(capacity) || capacity < 1) throw new RangeError('capacity must be a positive integer');
+    this.#entries = new LRUCache({ max: capacity });
   }
 
   get size(): number {
@@ -18,15 +20,9 @@ export class ConditionCache {
 
   compile(expression: string): ConditionCompilation {
     const cached = this.#entries.get(expression);
-    if (cached) {
-      // A Map iterates in insertion order: re-inserting marks the entry most recently used.
-      this.#entries.delete(expression);
-      this.#entries.set(expression, cached);
-      return cached;
-    }
+    if (cached) return cached;
     const compiled = compileCondition(expression);
     this.#entries.set(expression, compiled);
-    if (this.#entries.size > this.capacity) this.#entries.delete(this.#entries.keys().next().value!);
     return compiled;
   }
 
