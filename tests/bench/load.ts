@@ -120,12 +120,20 @@ function medianRunOf(runs: MeasuredRun[]): MeasuredRun {
   return sorted[Math.floor((sorted.length - 1) / 2)]!;
 }
 
+/** A scenario past its probe and warm-up, ready for measured runs. */
+export interface WarmLoad {
+  scenario: Scenario;
+  /** One measured run with its own CPU window. */
+  runOnce(): Promise<MeasuredRun>;
+  /** The scenario's figures from its measured runs. */
+  summary(runs: MeasuredRun[]): Measurement;
+}
+
 /**
  * A probe and a warm-up (JIT, pools, caches) whose numbers are thrown away and which size the
- * measured runs to last about `durationSeconds` each; then `repeats` measured runs back to back,
- * each with its own CPU window. The warm-up is shared: a second warm-up would only repeat the first.
+ * measured runs to last about `durationSeconds` each.
  */
-export async function measure(scenario: Scenario, settings: LoadSettings, onRun?: (run: MeasuredRun, index: number) => void): Promise<Measurement> {
+export async function warmUp(scenario: Scenario, settings: LoadSettings): Promise<WarmLoad> {
   const { connections } = settings;
   const probe = await run(scenario, connections, connections * 10, 60);
   let succeeded = successesOf(probe, scenario.expectStatus);
@@ -135,35 +143,39 @@ export async function measure(scenario: Scenario, settings: LoadSettings, onRun?
     succeeded += successesOf(warmup, scenario.expectStatus);
     rate = rateOf(warmup);
   }
-  const runs: MeasuredRun[] = [];
-  for (let index = 0; index < Math.max(1, settings.repeats); index++) {
-    // the previous load's downstream work finishes outside every window
-    await scenario.drained?.(succeeded);
-    const before = cpuSnapshot();
-    const result = await run(scenario, connections, Math.ceil(rate * settings.durationSeconds), settings.durationSeconds * 5 + 30);
-    const loadEndedAt = performance.now();
-    const counts = Object.fromEntries(Object.entries(result.statusCodeStats).map(([status, stat]) => [status, stat.count]));
-    const operations = counts[String(scenario.expectStatus)] ?? 0;
-    succeeded += operations;
-    await scenario.drained?.(succeeded);
-    const drainMs = performance.now() - loadEndedAt;
-    const after = cpuSnapshot();
-    const cpu = cpuUsage(before, after, { loadgen: process.pid, ...scenario.processes }, scenario.database);
-    const measuredRun: MeasuredRun = {
-      requestsPerSecond: operations / result.duration,
-      p50: result.latency.p50,
-      p99: result.latency.p99,
-      operations,
-      unexpected: Object.fromEntries(Object.entries(counts).filter(([status]) => status !== String(scenario.expectStatus))),
-      errors: result.errors,
-      total: Object.values(counts).reduce((sum, count) => sum + count, 0),
-      cpu,
-      cpuPerOperation: cpu && msPerOperation(cpu, operations),
-      drainMs,
-    };
-    runs.push(measuredRun);
-    onRun?.(measuredRun, index);
-  }
+  return {
+    scenario,
+    async runOnce() {
+      // the previous load's downstream work finishes outside every window
+      await scenario.drained?.(succeeded);
+      const before = cpuSnapshot();
+      const result = await run(scenario, connections, Math.ceil(rate * settings.durationSeconds), settings.durationSeconds * 5 + 30);
+      const loadEndedAt = performance.now();
+      const counts = Object.fromEntries(Object.entries(result.statusCodeStats).map(([status, stat]) => [status, stat.count]));
+      const operations = counts[String(scenario.expectStatus)] ?? 0;
+      succeeded += operations;
+      await scenario.drained?.(succeeded);
+      const drainMs = performance.now() - loadEndedAt;
+      const after = cpuSnapshot();
+      const cpu = cpuUsage(before, after, { loadgen: process.pid, ...scenario.processes }, scenario.database);
+      return {
+        requestsPerSecond: operations / result.duration,
+        p50: result.latency.p50,
+        p99: result.latency.p99,
+        operations,
+        unexpected: Object.fromEntries(Object.entries(counts).filter(([status]) => status !== String(scenario.expectStatus))),
+        errors: result.errors,
+        total: Object.values(counts).reduce((sum, count) => sum + count, 0),
+        cpu,
+        cpuPerOperation: cpu && msPerOperation(cpu, operations),
+        drainMs,
+      };
+    },
+    summary: (runs) => summarize(scenario, runs),
+  };
+}
+
+function summarize(scenario: Scenario, runs: MeasuredRun[]): Measurement {
   const unexpected: Record<string, number> = {};
   for (const measuredRun of runs) for (const [status, count] of Object.entries(measuredRun.unexpected)) unexpected[status] = (unexpected[status] ?? 0) + count;
   return {
@@ -179,6 +191,37 @@ export async function measure(scenario: Scenario, settings: LoadSettings, onRun?
     runs,
     windowCovers: scenario.windowCovers ?? 'the load alone (the work ends with the response)',
   };
+}
+
+/**
+ * Scenarios measured in turns: each warmed up, then their measured runs alternate (A, B, A, B,
+ * ...), `repeats` each. Scenarios that are compared with each other run this way, so the host's
+ * speed, which drifts over minutes on a shared machine, weighs on both alike and each pair of
+ * runs is a fair comparison. One scenario alone is measured in `repeats` runs back to back, the
+ * warm-up shared: a second warm-up would only repeat the first.
+ */
+export async function measureInTurns(
+  scenarios: Scenario[],
+  settings: LoadSettings,
+  onRun?: (scenario: Scenario, run: MeasuredRun, index: number) => void,
+): Promise<Measurement[]> {
+  const loads: WarmLoad[] = [];
+  for (const scenario of scenarios) loads.push(await warmUp(scenario, settings));
+  const runs = loads.map((): MeasuredRun[] => []);
+  for (let index = 0; index < Math.max(1, settings.repeats); index++) {
+    for (const [position, load] of loads.entries()) {
+      const measuredRun = await load.runOnce();
+      runs[position]!.push(measuredRun);
+      onRun?.(load.scenario, measuredRun, index);
+    }
+  }
+  return loads.map((load, position) => load.summary(runs[position]!));
+}
+
+/** One scenario: a probe and a warm-up, then `repeats` measured runs, each with its own CPU window. */
+export async function measure(scenario: Scenario, settings: LoadSettings, onRun?: (run: MeasuredRun, index: number) => void): Promise<Measurement> {
+  const [measurement] = await measureInTurns([scenario], settings, onRun && ((_scenario, measuredRun, index) => onRun(measuredRun, index)));
+  return measurement!;
 }
 
 /** A new sku for every request, so every POST is a real insert and never a 409. */

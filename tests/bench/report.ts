@@ -1,6 +1,6 @@
 import { cpus } from 'node:os';
 import { percentOfCore, type CpuUsage } from './cpu.js';
-import { LIMITER_SCENARIOS, limiterCost, signedPercent } from './limiter.js';
+import { LIMITER_SCENARIOS, limiterCost, pairedCosts, signedPercent } from './limiter.js';
 import { median, medianCpuPerOperation, type LoadSettings, type Measurement } from './load.js';
 import type { WebhookMeasurement } from './webhook-delivery.js';
 
@@ -157,20 +157,15 @@ function webhookHeadlineRow(webhooks: WebhookMeasurement[]): HeadlineRow {
 }
 
 /**
- * The limiter's share: the median CPU per request with every class counting over the median with
- * MERX_THROTTLE=off, as a fraction added; the range pairs the settings' runs in order (each
- * setting runs on its own start of the mode, so a pair is not closer than any other).
+ * The limiter's share: the CPU per request each pair of runs added with every class counting over
+ * MERX_THROTTLE=off, as a fraction; the median pair is the figure. The two settings run on their
+ * own starts of the mode side by side, their runs in turns (limiter.ts), so each pair was taken
+ * back to back.
  */
 function limiterHeadlineRow(measurements: Measurement[]): HeadlineRow {
   const on = find(measurements, 'distributed', LIMITER_SCENARIOS.on);
   const off = find(measurements, 'distributed', LIMITER_SCENARIOS.off);
-  const costs =
-    on && off
-      ? on.runs.flatMap((run, index) => {
-          const [cpuOn, cpuOff] = [run.cpuPerOperation?.sum, off.runs[index]?.cpuPerOperation?.sum];
-          return cpuOn !== undefined && cpuOff ? [cpuOn / cpuOff - 1] : [];
-        })
-      : [];
+  const costs = on && off ? pairedCosts(on, off) : [];
   const cost = on && off ? limiterCost(on, off) : undefined;
   const cpuOf = (m: Measurement) => {
     const value = medianCpuPerOperation(m);
@@ -394,7 +389,7 @@ export function renderReport(input: ReportInput): string {
     '',
     'CPU ms/op: CPU time of every process that does the work (ours, PostgreSQL, RabbitMQ, Redis and the load generator, from `/proc`) over a measured window, ÷ the operations that succeeded in it. ' +
       'Steal slows a run but is nobody’s work, so this figure moves far less with a noisy neighbour than req/s. ' +
-      'Limiter: median CPU ms per request with every class counting ÷ the median with MERX_THROTTLE=off, − 1 (range: the settings’ runs paired in order). Webhook delivery: the saturating run on the bus, CPU over its window ÷ deliveries answered 200 in it.',
+      'Limiter: CPU ms per request with every class counting ÷ the same with MERX_THROTTLE=off, − 1, for each pair of runs taken in turns; the median pair, with the range of the pairs. Webhook delivery: the saturating run on the bus, CPU over its window ÷ deliveries answered 200 in it.',
     ...(windowNotes(input.measurements).length ? ['', 'Windows longer than the load:', '', ...windowNotes(input.measurements)] : []),
     '',
     '## Results',

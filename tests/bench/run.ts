@@ -6,7 +6,7 @@ import path from 'node:path';
 import { call, createMerchant, issueToken } from '../src/harness/client.js';
 import { repoRoot, tail } from '../src/harness/distributed.js';
 import type { Stack } from '../src/harness/stack.js';
-import { createProductRequest, getRequest, measure, type LoadSettings, type Measurement, type Scenario } from './load.js';
+import { createProductRequest, getRequest, measureInTurns, type LoadSettings, type Measurement, type Scenario } from './load.js';
 import { listeningPorts, startDistributedMode, startEmbeddedMode, startHelloServer, type RunningMode } from './processes.js';
 import { measureAuditLag } from './audit-lag.js';
 import { watchProductEventsInDatabase, watchProductEventsInProcess, type ProductEventsWatcher } from './drain.js';
@@ -90,19 +90,33 @@ function isAlive(pid: number): boolean {
   }
 }
 
-/** A server that died under load makes every later figure meaningless: stop there, with its log. */
-async function measured(scenario: Scenario, results: Measurement[], logs: Record<string, string> = {}): Promise<void> {
-  progress(`  ${scenario.mode}: ${scenario.name}`);
-  const result = await measure(scenario, settings, (run, index) => {
-    const cpu = run.cpuPerOperation ? `${run.cpuPerOperation.sum!.toFixed(3)} CPU ms/op (steal ${run.cpuPerOperation.steal!.toFixed(3)}), ` : '';
-    const drain = scenario.drained ? `, drained ${Math.round(run.drainMs)} ms after the load` : '';
-    progress(`    run ${index + 1}/${settings.repeats}: ${cpu}${Math.round(run.requestsPerSecond)} req/s, p50 ${run.p50} ms, p99 ${run.p99} ms${drain}`);
-  });
-  for (const [name, pid] of Object.entries(scenario.processes)) {
-    if (!isAlive(pid)) throw new Error(`${name} (pid ${pid}) died during "${scenario.name}":\n${logs[name] ? tail(logs[name]) : '(no log)'}`);
+/**
+ * Measures scenarios in turns (load.ts measureInTurns; one scenario: its runs back to back). A
+ * server that died under load makes every later figure meaningless: stop there, with its log.
+ */
+async function measuredInTurns(entries: Array<{ scenario: Scenario; logs?: Record<string, string> }>, results: Measurement[]): Promise<void> {
+  progress(`  ${entries.map(({ scenario }) => `${scenario.mode}: ${scenario.name}`).join(', in turns with ')}`);
+  const measurements = await measureInTurns(
+    entries.map(({ scenario }) => scenario),
+    settings,
+    (scenario, run, index) => {
+      const cpu = run.cpuPerOperation ? `${run.cpuPerOperation.sum!.toFixed(3)} CPU ms/op (steal ${run.cpuPerOperation.steal!.toFixed(3)}), ` : '';
+      const drain = scenario.drained ? `, drained ${Math.round(run.drainMs)} ms after the load` : '';
+      const which = entries.length > 1 ? ` of ${scenario.name}` : '';
+      progress(
+        `    run ${index + 1}/${settings.repeats}${which}: ${cpu}${Math.round(run.requestsPerSecond)} req/s, p50 ${run.p50} ms, p99 ${run.p99} ms${drain}`,
+      );
+    },
+  );
+  for (const { scenario, logs = {} } of entries) {
+    for (const [name, pid] of Object.entries(scenario.processes)) {
+      if (!isAlive(pid)) throw new Error(`${name} (pid ${pid}) died during "${scenario.name}":\n${logs[name] ? tail(logs[name]) : '(no log)'}`);
+    }
   }
-  results.push(result);
+  results.push(...measurements);
 }
+
+const measured = (scenario: Scenario, results: Measurement[], logs: Record<string, string> = {}) => measuredInTurns([{ scenario, logs }], results);
 
 /** The client helpers need only the public origin and the operator credential. */
 const stackOf = (mode: RunningMode) => ({ baseUrl: mode.publicUrl, operatorToken: mode.operatorToken }) as Stack;
@@ -240,7 +254,7 @@ async function main(): Promise<void> {
   const runsMode = ['post', 'get', 'direct'].some((scenario) => scenarios.has(scenario));
   for (const name of modes) {
     if (runsMode) await benchMode(name, results, skipped);
-    if (scenarios.has('limiter')) notes.push(await benchLimiter(name, results, { started, measured, progress }));
+    if (scenarios.has('limiter')) notes.push(await benchLimiter(name, results, { started, measuredInTurns, progress }));
     // Distributed only: the issue's targets are for it, and on PGlite 20,000 items take minutes.
     if (scenarios.has('grpc') && name === 'distributed') {
       const restPostPerSecond = results.find((result) => result.mode === name && result.name === SCENARIOS.post)?.requestsPerSecond;
