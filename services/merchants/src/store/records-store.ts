@@ -66,8 +66,8 @@ export async function insertRecordsOnceForMerchant(tx: Queryable, merchantId: Me
  * One lookup by the whole unique key per key, in a LATERAL subquery the planner keeps as it is
  * (OFFSET 0). The semi-join it replaces, `(type, external_id) IN (SELECT unnest(...))`, was
  * planned as a scan of the source's every record: a hash join once the table has statistics, and
- * without them a nested loop that re-read the source for each key (a batch of 500 resent records
- * took about a second at 20,000 records). By key it reads 500 index entries whatever the
+ * without them a nested loop that compared every record of the source with every key (a batch of
+ * 500 resent records took about a second at 20,000 records). By key it reads 500 index entries whatever the
  * source holds. It needs statistics too: on a table never analyzed the planner cannot tell
  * `(merchant_id, source_id, id)` from the unique index and filters the first. PostgreSQL's
  * autovacuum provides them, and the embedded mode's table upkeep (kit table-upkeep.ts).
