@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import pg from 'pg';
 import type { PGlite, Transaction } from '@electric-sql/pglite';
 import { pgliteStatements } from './pglite-statements.js';
+import { dbStatements } from './metrics.js';
 import { traceQuery, traceTransaction } from './tracing.js';
 import { withUnitsOfWork, type BaseDb, type UnitsOfWork } from './unit-of-work.js';
 
@@ -54,6 +55,12 @@ function preparedQuery(sql: string, params: unknown[] | undefined, mode: Prepare
   return { text: sql, values: params, name };
 }
 
+/** Every statement goes through here: counted (merx_db_statements_total) and traced. */
+export function observedStatement<T>(system: 'postgres' | 'pglite', sql: string, work: () => Promise<T>): Promise<T> {
+  dbStatements.inc({ driver: system === 'postgres' ? 'pg' : 'pglite' });
+  return traceQuery(system, sql, work);
+}
+
 export interface PostgresOptions {
   maxConnections?: number;
   applicationName?: string;
@@ -86,7 +93,7 @@ export function createPostgresDb(connectionString: string, options: PostgresOpti
   return withUnitsOfWork<BaseDb & Omit<Db, keyof UnitsOfWork>>({
     kind: 'postgres' as const,
     async query<Row>(sql: string, params?: unknown[]) {
-      const result = await traceQuery('postgres', sql, () => pool.query(preparedQuery(sql, params, prepared)));
+      const result = await observedStatement('postgres', sql, () => pool.query(preparedQuery(sql, params, prepared)));
       return { rows: result.rows as Row[], rowCount: result.rowCount ?? 0 };
     },
     async exec(sql: string) {
@@ -108,7 +115,7 @@ export function createPostgresDb(connectionString: string, options: PostgresOpti
           await client.query('BEGIN');
           const tx: Queryable = {
             async query<Row>(sql: string, params?: unknown[]) {
-              const result = await traceQuery('postgres', sql, () => client.query(preparedQuery(sql, params, prepared)));
+              const result = await observedStatement('postgres', sql, () => client.query(preparedQuery(sql, params, prepared)));
               return { rows: result.rows as Row[], rowCount: result.rowCount ?? 0 };
             },
             async exec(sql: string) {
@@ -163,7 +170,7 @@ export function createPgliteDb(pglite: PGlite): Db {
     kind: 'pglite' as const,
     async query<Row>(sql: string, params?: unknown[]) {
       guard();
-      return traceQuery('pglite', sql, () => statements.query<Row>(sql, params ?? [], false));
+      return observedStatement('pglite', sql, () => statements.query<Row>(sql, params ?? [], false));
     },
     async exec(sql: string) {
       guard();
@@ -176,7 +183,7 @@ export function createPgliteDb(pglite: PGlite): Db {
           insideTransaction.run(true, () =>
             work({
               async query<Row>(sql: string, params?: unknown[]) {
-                return traceQuery('pglite', sql, () => statements.query<Row>(sql, params ?? [], true));
+                return observedStatement('pglite', sql, () => statements.query<Row>(sql, params ?? [], true));
               },
               async exec(sql: string) {
                 await transaction.exec(sql);

@@ -51,6 +51,18 @@ export const outboxBacklog = new client.Gauge({
   registers: [metricsRegistry],
 });
 
+/**
+ * Every statement sent to the database, by driver, counted where each one is sent (not BEGIN and
+ * COMMIT): the load a feature puts on the database shows here as statements per second, in both
+ * modes (the embedded process counts every service's; each distributed process its own).
+ */
+export const dbStatements = new client.Counter({
+  name: 'merx_db_statements_total',
+  help: 'Statements sent to the database, by driver (pg or pglite)',
+  labelNames: ['driver'] as const,
+  registers: [metricsRegistry],
+});
+
 export const readinessState = new client.Gauge({
   name: 'merx_readiness_check',
   help: 'Each readiness check at the last /readyz or /metrics: 1 ok, 0.5 degraded (serving, some routes answer 503), 0 failed (not ready)',

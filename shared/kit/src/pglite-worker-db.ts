@@ -1,8 +1,8 @@
 import { Worker } from 'node:worker_threads';
-import { singleConnectionGuard, type Db, type Queryable, type QueryResult } from './db.js';
+import { observedStatement, singleConnectionGuard, type Db, type Queryable, type QueryResult } from './db.js';
 import type { Reply, Request, SerializedError } from './pglite-thread.js';
 import { claimDataDir } from './runtime.js';
-import { traceQuery, traceTransaction } from './tracing.js';
+import { traceTransaction } from './tracing.js';
 import { withUnitsOfWork, type BaseDb, type UnitsOfWork } from './unit-of-work.js';
 
 /** An error from the database thread, with PostgreSQL's fields (code, constraint, ...) as they were. */
@@ -86,7 +86,7 @@ export async function openPgliteThread(dataDir: string | undefined): Promise<Pgl
     kind: 'pglite' as const,
     async query<Row>(sql: string, params?: unknown[]) {
       guard();
-      return traceQuery('pglite', sql, () => send<QueryResult<Row>>({ op: 'query', sql, params }));
+      return observedStatement('pglite', sql, () => send<QueryResult<Row>>({ op: 'query', sql, params }));
     },
     async exec(sql: string) {
       guard();
@@ -101,7 +101,7 @@ export async function openPgliteThread(dataDir: string | undefined): Promise<Pgl
         try {
           value = await insideTransaction.run(true, () =>
             work({
-              query: <Row>(sql: string, params?: unknown[]) => traceQuery('pglite', sql, () => send<QueryResult<Row>>({ op: 'query', sql, params, tx })),
+              query: <Row>(sql: string, params?: unknown[]) => observedStatement('pglite', sql, () => send<QueryResult<Row>>({ op: 'query', sql, params, tx })),
               exec: async (sql: string) => void (await send({ op: 'exec', sql, tx })),
             }),
           );
