@@ -717,6 +717,11 @@ export interface ThrottleOverride {
       /** Window length in seconds. */
       window_seconds?: number;
     };
+    /** A cap, not a rate: gRPC `StreamEvents` calls the merchant may have open at once, across every gateway replica. */
+    event_streams?: {
+      /** Streams open at once; past it a new one is refused with RESOURCE_EXHAUSTED. */
+      concurrent?: number;
+    };
   };
   /** Increases with every PUT; 0 while the operator never set one. */
   version: number;
@@ -756,6 +761,11 @@ export interface ThrottleOverrides {
     limit?: number;
     /** Window length in seconds. */
     window_seconds?: number;
+  };
+  /** A cap, not a rate: gRPC `StreamEvents` calls the merchant may have open at once, across every gateway replica. */
+  event_streams?: {
+    /** Streams open at once; past it a new one is refused with RESOURCE_EXHAUSTED. */
+    concurrent?: number;
   };
 }
 

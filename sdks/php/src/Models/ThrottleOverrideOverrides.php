@@ -26,6 +26,8 @@ final class ThrottleOverrideOverrides extends Model
         public readonly ?ThrottleOverrideOverridesWrites $writes = null,
         /** Rolling window (token issuance, API key create/revoke, secret rotation, sandbox reset, dead-letter replay). */
         public readonly ?ThrottleOverrideOverridesSensitive $sensitive = null,
+        /** A cap, not a rate: gRPC `StreamEvents` calls the merchant may have open at once, across every gateway replica. */
+        public readonly ?ThrottleOverrideOverridesEventStreams $eventStreams = null,
     ) {
     }
 
@@ -36,6 +38,7 @@ final class ThrottleOverrideOverrides extends Model
             sustained: Hydrate::nullable(Hydrate::field($data, 'sustained', $path, false), $path . '.sustained', static fn (mixed $v1, string $p1): ThrottleOverrideOverridesSustained => Hydrate::model($v1, $p1, ThrottleOverrideOverridesSustained::class)),
             writes: Hydrate::nullable(Hydrate::field($data, 'writes', $path, false), $path . '.writes', static fn (mixed $v1, string $p1): ThrottleOverrideOverridesWrites => Hydrate::model($v1, $p1, ThrottleOverrideOverridesWrites::class)),
             sensitive: Hydrate::nullable(Hydrate::field($data, 'sensitive', $path, false), $path . '.sensitive', static fn (mixed $v1, string $p1): ThrottleOverrideOverridesSensitive => Hydrate::model($v1, $p1, ThrottleOverrideOverridesSensitive::class)),
+            eventStreams: Hydrate::nullable(Hydrate::field($data, 'event_streams', $path, false), $path . '.event_streams', static fn (mixed $v1, string $p1): ThrottleOverrideOverridesEventStreams => Hydrate::model($v1, $p1, ThrottleOverrideOverridesEventStreams::class)),
         ))->withWireFields($data);
     }
 }

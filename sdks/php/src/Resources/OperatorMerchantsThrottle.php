@@ -39,7 +39,7 @@ final class OperatorMerchantsThrottle extends Resource
      * `PUT /admin/v1/merchants/{id}/throttle` (merchants.admin.throttle.update)
      *
      * @param string $id the `id` of the path
-     * @param array{burst?: array{capacity?: int, refill_per_second?: float|int}, sustained?: array{limit?: int, window_seconds?: int}, writes?: array{capacity?: int, refill_per_second?: float|int}, sensitive?: array{limit?: int, window_seconds?: int}} $params
+     * @param array{burst?: array{capacity?: int, refill_per_second?: float|int}, sustained?: array{limit?: int, window_seconds?: int}, writes?: array{capacity?: int, refill_per_second?: float|int}, sensitive?: array{limit?: int, window_seconds?: int}, event_streams?: array{concurrent?: int}} $params
      * @param RequestOptions|array{idempotency_key?: string, if_match?: string, timeout?: float|int, max_retries?: int, headers?: array<string, string>}|null $options
      * @throws \Merx\Exception\MerxError
      */

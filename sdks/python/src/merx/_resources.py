@@ -52,6 +52,7 @@ from .types import (
     ThrottleOverridesSustainedParam,
     ThrottleOverridesWritesParam,
     ThrottleOverridesSensitiveParam,
+    ThrottleOverridesEventStreamsParam,
     RecordInputParam,
 )
 
@@ -2948,6 +2949,7 @@ class MerchantsAdminThrottleResource(SyncResource):
         sustained: Union[ThrottleOverridesSustainedParam, NotGiven] = NOT_GIVEN,
         writes: Union[ThrottleOverridesWritesParam, NotGiven] = NOT_GIVEN,
         sensitive: Union[ThrottleOverridesSensitiveParam, NotGiven] = NOT_GIVEN,
+        event_streams: Union[ThrottleOverridesEventStreamsParam, NotGiven] = NOT_GIVEN,
         extra_headers: Optional[Mapping[str, str]] = None,
         timeout: Union[TimeoutLike, NotGiven] = NOT_GIVEN,
         max_retries: Union[int, NotGiven] = NOT_GIVEN,
@@ -2964,6 +2966,8 @@ class MerchantsAdminThrottleResource(SyncResource):
             writes: Token bucket (POST, PUT, PATCH, DELETE).
             sensitive: Rolling window (token issuance, API key create/revoke, secret rotation,
                 sandbox reset, dead-letter replay).
+            event_streams: A cap, not a rate: gRPC `StreamEvents` calls the merchant may have open
+                at once, across every gateway replica.
         """
         return self._client._request_model(
             ThrottleOverride,
@@ -2976,6 +2980,7 @@ class MerchantsAdminThrottleResource(SyncResource):
                     "sustained": sustained,
                     "writes": writes,
                     "sensitive": sensitive,
+                    "event_streams": event_streams,
                 },
                 options=RequestOptions(
                     extra_headers=extra_headers,
@@ -6249,6 +6254,7 @@ class AsyncMerchantsAdminThrottleResource(AsyncResource):
         sustained: Union[ThrottleOverridesSustainedParam, NotGiven] = NOT_GIVEN,
         writes: Union[ThrottleOverridesWritesParam, NotGiven] = NOT_GIVEN,
         sensitive: Union[ThrottleOverridesSensitiveParam, NotGiven] = NOT_GIVEN,
+        event_streams: Union[ThrottleOverridesEventStreamsParam, NotGiven] = NOT_GIVEN,
         extra_headers: Optional[Mapping[str, str]] = None,
         timeout: Union[TimeoutLike, NotGiven] = NOT_GIVEN,
         max_retries: Union[int, NotGiven] = NOT_GIVEN,
@@ -6265,6 +6271,8 @@ class AsyncMerchantsAdminThrottleResource(AsyncResource):
             writes: Token bucket (POST, PUT, PATCH, DELETE).
             sensitive: Rolling window (token issuance, API key create/revoke, secret rotation,
                 sandbox reset, dead-letter replay).
+            event_streams: A cap, not a rate: gRPC `StreamEvents` calls the merchant may have open
+                at once, across every gateway replica.
         """
         return await self._client._request_model(
             ThrottleOverride,
@@ -6277,6 +6285,7 @@ class AsyncMerchantsAdminThrottleResource(AsyncResource):
                     "sustained": sustained,
                     "writes": writes,
                     "sensitive": sensitive,
+                    "event_streams": event_streams,
                 },
                 options=RequestOptions(
                     extra_headers=extra_headers,

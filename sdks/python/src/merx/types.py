@@ -139,6 +139,8 @@ __all__ = [
     "ThrottleOverrides",
     "ThrottleOverridesBurst",
     "ThrottleOverridesBurstParam",
+    "ThrottleOverridesEventStreams",
+    "ThrottleOverridesEventStreamsParam",
     "ThrottleOverridesSensitive",
     "ThrottleOverridesSensitiveParam",
     "ThrottleOverridesSustained",
@@ -1444,6 +1446,10 @@ class ThrottleOverrides(MerxObject):
     """Rolling window (token issuance, API key create/revoke, secret rotation, sandbox reset,
     dead-letter replay).
     """
+    event_streams: Optional[ThrottleOverridesEventStreams]
+    """A cap, not a rate: gRPC `StreamEvents` calls the merchant may have open at once, across every
+    gateway replica.
+    """
 
 
 class ThrottleOverridesBurst(MerxObject):
@@ -1482,6 +1488,15 @@ class ThrottleOverridesSensitive(MerxObject):
     """Requests per window."""
     window_seconds: Optional[int]
     """Window length in seconds."""
+
+
+class ThrottleOverridesEventStreams(MerxObject):
+    """A cap, not a rate: gRPC `StreamEvents` calls the merchant may have open at once, across every
+    gateway replica.
+    """
+
+    concurrent: Optional[int]
+    """Streams open at once; past it a new one is refused with RESOURCE_EXHAUSTED."""
 
 
 class BusPoison(MerxObject):
@@ -3179,6 +3194,15 @@ class ThrottleOverridesSensitiveParam(TypedDict, total=False):
     """Window length in seconds."""
 
 
+class ThrottleOverridesEventStreamsParam(TypedDict, total=False):
+    """A cap, not a rate: gRPC `StreamEvents` calls the merchant may have open at once, across every
+    gateway replica.
+    """
+
+    concurrent: int
+    """Streams open at once; past it a new one is refused with RESOURCE_EXHAUSTED."""
+
+
 RecordInputParam = Union[
     OrderRecordInputParam,
     ReviewRecordInputParam,
@@ -4186,6 +4210,7 @@ register_fields(
         ("sustained", "sustained", _model(ThrottleOverridesSustained)),
         ("writes", "writes", _model(ThrottleOverridesWrites)),
         ("sensitive", "sensitive", _model(ThrottleOverridesSensitive)),
+        ("event_streams", "event_streams", _model(ThrottleOverridesEventStreams)),
     ],
 )
 
@@ -4218,6 +4243,13 @@ register_fields(
     [
         ("limit", "limit", None),
         ("window_seconds", "window_seconds", None),
+    ],
+)
+
+register_fields(
+    ThrottleOverridesEventStreams,
+    [
+        ("concurrent", "concurrent", None),
     ],
 )
 

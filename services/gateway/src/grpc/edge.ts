@@ -4,6 +4,7 @@ import { ReflectionService } from '@grpc/reflection';
 import { HealthImplementation } from 'grpc-health-check';
 import {
   bulkItemsInMessage,
+  EventService,
   grpcBulkMethods,
   MAX_BULK_PAGE_ITEMS,
   grpcFiles,
@@ -63,6 +64,9 @@ function fileDescriptorProtos(files: DescFile[]): Buffer[] {
   files.forEach(visit);
   return [...seen.values()];
 }
+
+/** StreamEvents: each call holds one of its merchant's slots (the `event_streams` cap) until it ends. */
+const EVENT_STREAM_PATH = grpcPathOf(EventService.method.streamEvents);
 
 const sendError = (call: grpc.ServerWritableStream<Buffer, Buffer> | grpc.ServerDuplexStream<Buffer, Buffer>, status: Partial<grpc.StatusObject>) => {
   if (!call.cancelled && !call.destroyed) call.emit('error', status);
@@ -150,18 +154,32 @@ export async function startGrpcEdge(deps: GrpcEdgeDeps): Promise<RunningGrpcEdge
           );
         }) as grpc.handleUnaryCall<Buffer, Buffer>;
       } else if (method.methodKind === 'server_streaming') {
+        const capped = path === EVENT_STREAM_PATH && throttle !== undefined;
         implementation[method.name] = ((call: grpc.ServerWritableStream<Buffer, Buffer>) => {
           const requestId = newId('req');
-          admit(path, call.metadata, writes).then(
-            // A caller gone while its token was checked gets no stream opened for it (StreamEvents would never end).
-            () =>
-              call.cancelled ||
-              relayResponses(
-                client.makeServerStreamRequest(path, identity, identity, call.request, forwardedMetadata(call.metadata, requestId), optionsOf(call)),
-                call,
-              ),
-            (error: unknown) => sendError(call, grpcErrorOf(error, logger)),
-          );
+          admit(path, call.metadata, writes)
+            .then((claims) => (capped ? throttle.openEventStream(claims.merchantId, claims.plan) : undefined))
+            .then(
+              (slot) => {
+                // A caller gone while its token was checked gets no stream opened for it (StreamEvents would never end).
+                if (call.cancelled) return slot?.release();
+                const upstream = client.makeServerStreamRequest(
+                  path,
+                  identity,
+                  identity,
+                  call.request,
+                  forwardedMetadata(call.metadata, requestId),
+                  optionsOf(call),
+                );
+                if (slot) {
+                  // Every end of the call reaches the upstream's status: its end, its error, the caller's cancel, a stop.
+                  upstream.on('status', () => slot.release());
+                  call.on('cancelled', () => slot.release());
+                }
+                relayResponses(upstream, call);
+              },
+              (error: unknown) => sendError(call, grpcErrorOf(error, logger)),
+            );
         }) as grpc.handleServerStreamingCall<Buffer, Buffer>;
       } else {
         const paced = grpcBulkMethods.has(path);

@@ -1,5 +1,14 @@
 import { deploymentField, redisPrefixOf, z } from '@merx/kit';
-import { DEFAULT_BULK_ITEMS_PER_SECOND, DEFAULT_PLAN_LIMITS, PLANS, THROTTLE_CLASSES, type Plan, type PlanLimits, type WindowLimit } from './policy.js';
+import {
+  CONCURRENCY_CLASSES,
+  DEFAULT_BULK_ITEMS_PER_SECOND,
+  DEFAULT_PLAN_LIMITS,
+  PLANS,
+  THROTTLE_CLASSES,
+  type Plan,
+  type PlanLimits,
+  type WindowLimit,
+} from './policy.js';
 
 export interface ThrottleSettings {
   /** MERX_THROTTLE=off turns every class off (benchmarks, emergencies); the default is on. */
@@ -26,7 +35,11 @@ export interface ThrottleSettings {
 const positive = z.number().positive().max(1e9);
 const bucket = z.object({ capacity: positive.int(), refill_per_second: positive }).strict();
 const window = z.object({ limit: positive.int(), window_seconds: positive.int() }).strict();
-const planPatch = z.object({ burst: bucket.partial(), sustained: window.partial(), writes: bucket.partial(), sensitive: window.partial() }).strict().partial();
+const concurrency = z.object({ concurrent: positive.int() }).strict();
+const planPatch = z
+  .object({ burst: bucket.partial(), sustained: window.partial(), writes: bucket.partial(), sensitive: window.partial(), event_streams: concurrency })
+  .strict()
+  .partial();
 const plansPatch = z.partialRecord(z.enum(PLANS), planPatch);
 const bulkPatch = z.partialRecord(z.enum(PLANS), positive);
 
@@ -46,13 +59,13 @@ function jsonOf<T>(name: string, raw: string | undefined, schema: z.ZodType<T>):
 export function mergePlans(patch: z.infer<typeof plansPatch> | undefined): Record<Plan, PlanLimits> {
   const plans = structuredClone(DEFAULT_PLAN_LIMITS);
   for (const plan of PLANS) {
-    for (const name of THROTTLE_CLASSES) Object.assign(plans[plan][name], patch?.[plan]?.[name] ?? {});
+    for (const name of [...THROTTLE_CLASSES, ...CONCURRENCY_CLASSES]) Object.assign(plans[plan][name], patch?.[plan]?.[name] ?? {});
   }
   return plans;
 }
 
 /**
- * MERX_THROTTLE=on|off, MERX_THROTTLE_PLANS (JSON, e.g. {"standard":{"burst":{"capacity":200}}}),
+ * MERX_THROTTLE=on|off, MERX_THROTTLE_PLANS (JSON, e.g. {"standard":{"burst":{"capacity":200},"event_streams":{"concurrent":100}}}),
  * MERX_THROTTLE_DEFAULT_PLAN, MERX_THROTTLE_TOKEN_ENDPOINT (JSON {"limit":10,"window_seconds":60}),
  * MERX_THROTTLE_BULK (JSON items per second per plan, e.g. {"sandbox":1000}), MERX_THROTTLE_BULK_MAX_WAIT_MS,
  * MERX_THROTTLE_REPLICAS, MERX_THROTTLE_MAX_LEASE, REDIS_URL, and MERX_DEPLOYMENT for the Redis key prefix. Throws one message naming the bad variable.

@@ -1,8 +1,8 @@
 import type { Logger } from '@merx/kit';
 import type { Decision } from './algorithms.js';
 import { MemoryLimiterStore } from './memory-store.js';
-import type { OverrideFields } from './policy.js';
-import type { ConsumeRequest, LimiterStore, RemoteLimiterStore } from './store.js';
+import type { ConcurrencyClass, OverrideFields } from './policy.js';
+import type { ConsumeRequest, LimiterStore, RemoteLimiterStore, SlotDecision, SlotRequest } from './store.js';
 
 export interface FailoverOptions {
   logger: Logger;
@@ -46,6 +46,43 @@ export class FailoverLimiterStore implements LimiterStore {
     } catch (error) {
       this.degrade(error);
       return this.local.consumeNow(request);
+    }
+  }
+
+  /** While Redis is away each replica grants its share of the cap, as of every budget. */
+  async acquireSlot(request: SlotRequest): Promise<SlotDecision> {
+    if (this.degradedSince) return this.local.acquireSlotNow(request);
+    try {
+      return await this.primary.acquireSlot(request);
+    } catch (error) {
+      this.degrade(error);
+      return this.local.acquireSlotNow(request);
+    }
+  }
+
+  /**
+   * Renewals go where slots are counted now, and add back what that store lacks: slots taken in
+   * Redis count locally while it is away, and those granted locally count in Redis once it is back.
+   */
+  async renewSlots(merchantId: string, name: ConcurrencyClass, slots: string[], ttlMs: number): Promise<void> {
+    if (!this.degradedSince) {
+      try {
+        return await this.primary.renewSlots(merchantId, name, slots, ttlMs);
+      } catch (error) {
+        this.degrade(error);
+      }
+    }
+    await this.local.renewSlots(merchantId, name, slots, ttlMs);
+  }
+
+  /** From both: a slot may have been counted in either. A release Redis missed ends with the slot's lease. */
+  async releaseSlot(merchantId: string, name: ConcurrencyClass, slot: string): Promise<void> {
+    await this.local.releaseSlot(merchantId, name, slot);
+    if (this.degradedSince) return;
+    try {
+      await this.primary.releaseSlot(merchantId, name, slot);
+    } catch (error) {
+      this.degrade(error);
     }
   }
 

@@ -1,8 +1,8 @@
 import type { Logger } from '@merx/kit';
 import type { ClassState, Decision } from './algorithms.js';
-import type { OverrideFields } from './policy.js';
+import type { ConcurrencyClass, OverrideFields } from './policy.js';
 import type { RedisLimiterStore, Take } from './redis-store.js';
-import type { ConsumeRequest, RemoteLimiterStore } from './store.js';
+import type { ConsumeRequest, RemoteLimiterStore, SlotDecision, SlotRequest } from './store.js';
 
 /**
  * Leases: a replica takes a merchant's units from Redis a few at once and spends them locally,
@@ -247,6 +247,19 @@ export class LeasedLimiterStore implements RemoteLimiterStore {
     const leases = [...this.leases].filter(([key]) => key.startsWith(subject)).map(([, lease]) => lease);
     await settledLeases(leases);
     await Promise.all(leases.map((lease) => this.giveBack(lease)));
+  }
+
+  /** Slots are not leased: each is its own entry in Redis, taken and released there. */
+  acquireSlot(request: SlotRequest): Promise<SlotDecision> {
+    return this.redis.acquireSlot(request);
+  }
+
+  renewSlots(merchantId: string, name: ConcurrencyClass, slots: string[], ttlMs: number): Promise<void> {
+    return this.redis.renewSlots(merchantId, name, slots, ttlMs);
+  }
+
+  releaseSlot(merchantId: string, name: ConcurrencyClass, slot: string): Promise<void> {
+    return this.redis.releaseSlot(merchantId, name, slot);
   }
 
   ready(timeoutMs: number): Promise<void> {

@@ -2,6 +2,7 @@ import type { Context } from 'koa';
 import { currentContext, RateLimited, readBoundedBody, serviceAuthorization, WORK_QUEUES, type Bus, type Consumer, type Logger } from '@merx/kit';
 import pRetry from 'p-retry';
 import type { Decision } from './algorithms.js';
+import { ConcurrencyCapReached, ConcurrencySlots, type HeldSlot } from './concurrency-slots.js';
 import type { ThrottleSettings } from './config.js';
 import { FailoverLimiterStore } from './failover-store.js';
 import { LeasedLimiterStore } from './lease-store.js';
@@ -71,6 +72,13 @@ export interface Throttle {
   merchantCall(merchantId: string, plan: string | undefined, write: boolean): Promise<Decision>;
   /** Paces one stream's items in the merchant's bulk class (shared by every stream and replica). */
   bulkPacer(merchantId: string, plan: string | undefined): BulkPacer;
+  /**
+   * One of the merchant's StreamEvents slots (shared by every replica), held until released;
+   * throws ConcurrencyCapReached (RESOURCE_EXHAUSTED, naming the cap) when all are taken.
+   */
+  openEventStream(merchantId: string, plan: string | undefined): Promise<HeldSlot>;
+  /** The slots this replica holds. */
+  readonly slots: ConcurrencySlots;
   stop(): Promise<void>;
 }
 
@@ -104,6 +112,8 @@ export interface ThrottleDeps {
    * Redis may have been flushed, so without this a restart would lift every lowered limit.
    */
   loadOverrides?: () => Promise<StoredThrottleOverride[]>;
+  /** How long a concurrency slot counts without a renewal (30 s); tests shorten it. */
+  slotLeaseMs?: number;
 }
 
 /** The queue the gateway replicas share for merchants.throttle_updated (the bus prefixes it with the deployment). */
@@ -168,8 +178,11 @@ export async function createThrottle(deps: ThrottleDeps): Promise<Throttle> {
     if (!decision.allowed) throw new RateLimited(decision.refusedBy!, decision.retryAfterSeconds);
   };
 
+  const slots = new ConcurrencySlots(store, { logger: deps.logger, ...(deps.slotLeaseMs ? { ttlMs: deps.slotLeaseMs } : {}) });
+
   return {
     store,
+    slots,
     degradation() {
       if (!overridesLoaded) return "operators' throttle overrides are not loaded yet: plan limits apply meanwhile";
       return store.degradation();
@@ -226,10 +239,16 @@ export async function createThrottle(deps: ThrottleDeps): Promise<Throttle> {
         },
       };
     },
+    async openEventStream(merchantId, plan) {
+      const { decision, slot } = await slots.acquire(merchantId, 'event_streams', settings.plans[planOf(plan)].event_streams.concurrent);
+      if (!slot) throw new ConcurrencyCapReached('event_streams', 'StreamEvents streams', decision);
+      return slot;
+    },
     async stop() {
       stopping = true;
       await loading;
       await consumer?.close();
+      await slots.close();
       await store.close();
     },
   };

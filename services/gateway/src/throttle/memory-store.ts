@@ -1,6 +1,6 @@
 import { evaluateBucket, evaluateWindow, retryAfterSecondsOf, type BucketState, type ClassState, type Decision, type WindowState } from './algorithms.js';
-import { applyOverride, type ClassSpec, type OverrideFields } from './policy.js';
-import type { ConsumeRequest, LimiterStore } from './store.js';
+import { applyOverride, concurrencyField, type ClassSpec, type ConcurrencyClass, type OverrideFields } from './policy.js';
+import type { ConsumeRequest, LimiterStore, SlotDecision, SlotRequest } from './store.js';
 
 export interface MemoryStoreOptions {
   now?: () => number;
@@ -26,6 +26,8 @@ function scaled(spec: ClassSpec, share: number): ClassSpec {
 export class MemoryLimiterStore implements LimiterStore {
   private readonly entries = new Map<string, Entry>();
   private readonly overrides = new Map<string, { fields: OverrideFields; version: number }>();
+  /** Open slots by `<merchant>|<cap name>`: when each one's lease runs out. */
+  private readonly slots = new Map<string, Map<string, number>>();
   private readonly now: () => number;
   private readonly share: number;
   private readonly sweepAbove: number;
@@ -75,11 +77,45 @@ export class MemoryLimiterStore implements LimiterStore {
     this.overrides.set(merchantId, { fields, version });
   }
 
+  async acquireSlot(request: SlotRequest): Promise<SlotDecision> {
+    return this.acquireSlotNow(request);
+  }
+
+  acquireSlotNow(request: SlotRequest): SlotDecision {
+    const now = this.now();
+    const fromOverride = this.overrides.get(request.merchantId)?.fields[concurrencyField(request.name)];
+    // As a bucket's capacity: each replica of a degraded deployment grants its share, at least one.
+    const cap = this.share === 1 ? (fromOverride ?? request.cap) : Math.max(1, Math.floor((fromOverride ?? request.cap) * this.share));
+    const key = `${request.merchantId}|${request.name}`;
+    let open = this.slots.get(key);
+    if (!open) this.slots.set(key, (open = new Map()));
+    for (const [slot, expiresAt] of open) if (expiresAt <= now) open.delete(slot);
+    if (open.size >= cap) return { allowed: false, cap, open: open.size };
+    open.set(request.slot, now + request.ttlMs);
+    return { allowed: true, cap, open: open.size };
+  }
+
+  async renewSlots(merchantId: string, name: ConcurrencyClass, slots: string[], ttlMs: number): Promise<void> {
+    const key = `${merchantId}|${name}`;
+    let open = this.slots.get(key);
+    if (!open) this.slots.set(key, (open = new Map()));
+    const expiresAt = this.now() + ttlMs;
+    for (const slot of slots) open.set(slot, expiresAt);
+  }
+
+  async releaseSlot(merchantId: string, name: ConcurrencyClass, slot: string): Promise<void> {
+    const key = `${merchantId}|${name}`;
+    const open = this.slots.get(key);
+    open?.delete(slot);
+    if (open?.size === 0) this.slots.delete(key);
+  }
+
   degradation(): string | undefined {
     return undefined;
   }
 
   async close(): Promise<void> {
     this.entries.clear();
+    this.slots.clear();
   }
 }

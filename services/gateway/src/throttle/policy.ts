@@ -17,12 +17,27 @@ export interface WindowLimit {
   limit: number;
   window_seconds: number;
 }
+/** A cap on what a merchant holds open at once, not a rate. */
+export interface ConcurrencyLimit {
+  concurrent: number;
+}
 export interface PlanLimits {
   burst: BucketLimit;
   sustained: WindowLimit;
   writes: BucketLimit;
   sensitive: WindowLimit;
+  /** `StreamEvents` calls open at once, per merchant, across every gateway replica. */
+  event_streams: ConcurrencyLimit;
 }
+
+/**
+ * Caps on what a merchant holds open at once. They count slots (stream-slots.ts), not requests,
+ * and share the operator override with the classes (`{"event_streams":{"concurrent":500}}`).
+ */
+export const CONCURRENCY_CLASSES = ['event_streams'] as const;
+export type ConcurrencyClass = (typeof CONCURRENCY_CLASSES)[number];
+/** The override field of a concurrency cap, as stored. */
+export const concurrencyField = (name: ConcurrencyClass) => `${name}.concurrent`;
 
 export const CLASS_KIND: Record<ThrottleClass, 'bucket' | 'window'> = { burst: 'bucket', sustained: 'window', writes: 'bucket', sensitive: 'window' };
 /** The override fields of each kind, as stored (`burst.capacity`) and as sent by the operator. */
@@ -34,18 +49,21 @@ export const DEFAULT_PLAN_LIMITS: Record<Plan, PlanLimits> = {
     sustained: { limit: 5_000, window_seconds: 3600 },
     writes: { capacity: 20, refill_per_second: 5 },
     sensitive: { limit: 10, window_seconds: 60 },
+    event_streams: { concurrent: 10 },
   },
   standard: {
     burst: { capacity: 100, refill_per_second: 50 },
     sustained: { limit: 20_000, window_seconds: 3600 },
     writes: { capacity: 40, refill_per_second: 10 },
     sensitive: { limit: 10, window_seconds: 60 },
+    event_streams: { concurrent: 50 },
   },
   scale: {
     burst: { capacity: 500, refill_per_second: 250 },
     sustained: { limit: 200_000, window_seconds: 3600 },
     writes: { capacity: 200, refill_per_second: 50 },
     sensitive: { limit: 30, window_seconds: 60 },
+    event_streams: { concurrent: 200 },
   },
 };
 
@@ -96,17 +114,19 @@ export function specOf(name: ThrottleClass, limits: PlanLimits): ClassSpec {
   return kind === 'bucket' ? { name, kind, a: limit.capacity, b: limit.refill_per_second } : { name, kind, a: limit.limit, b: limit.window_seconds };
 }
 
-/** An operator's override: `burst.capacity` → 500, only the fields that differ from the plan. */
+/** An operator's override: `burst.capacity` → 500, `event_streams.concurrent` → 1000, only the fields that differ from the plan. */
 export type OverrideFields = Record<string, number>;
 
-export function overrideFieldsOf(override: Partial<Record<ThrottleClass, Record<string, number>>>): OverrideFields {
+/** Whether a stored override field is one this gateway knows (a newer oauth service may send more). */
+export const isOverrideField = (field: string) => [...THROTTLE_CLASSES, ...CONCURRENCY_CLASSES].some((name) => field.startsWith(`${name}.`));
+
+export function overrideFieldsOf(override: Partial<Record<ThrottleClass | ConcurrencyClass, Record<string, number>>>): OverrideFields {
   const fields: OverrideFields = {};
-  for (const name of THROTTLE_CLASSES) {
-    for (const field of KIND_FIELDS[CLASS_KIND[name]]) {
-      const value = override[name]?.[field];
-      if (typeof value === 'number' && Number.isFinite(value) && value > 0) fields[`${name}.${field}`] = value;
-    }
-  }
+  const keep = (name: string, field: string, value: unknown) => {
+    if (typeof value === 'number' && Number.isFinite(value) && value > 0) fields[`${name}.${field}`] = value;
+  };
+  for (const name of THROTTLE_CLASSES) for (const field of KIND_FIELDS[CLASS_KIND[name]]) keep(name, field, override[name]?.[field]);
+  for (const name of CONCURRENCY_CLASSES) keep(name, 'concurrent', override[name]?.concurrent);
   return fields;
 }
 

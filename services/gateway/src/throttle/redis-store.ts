@@ -1,8 +1,8 @@
 import { Redis } from 'ioredis';
 import type { Logger } from '@merx/kit';
 import type { ClassState, Decision } from './algorithms.js';
-import { THROTTLE_CLASSES, type OverrideFields, type ThrottleClass } from './policy.js';
-import type { ConsumeRequest, LimiterStore } from './store.js';
+import { concurrencyField, isOverrideField, type ConcurrencyClass, type OverrideFields, type ThrottleClass } from './policy.js';
+import type { ConsumeRequest, LimiterStore, SlotDecision, SlotRequest } from './store.js';
 
 /**
  * Every class of a request in one script: one round trip, atomic across replicas, and nothing
@@ -164,10 +164,44 @@ redis.call('HSET', KEYS[1], '_v', unpack(ARGV))
 return 1
 `;
 
+/**
+ * A slot of a concurrency cap: a sorted set of slot ids scored by when their lease runs out
+ * (Redis's clock), so the slots of a replica that died stop counting on their own.
+ * KEYS[1] the merchant's override hash, KEYS[2] the set. ARGV[1] the override field, ARGV[2]
+ * the plan's cap, ARGV[3] the slot, ARGV[4] the lease in ms. Returns granted (0|1), cap, open.
+ */
+const ACQUIRE_SLOT_LUA = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local cap = tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or ARGV[2])
+local ttl = tonumber(ARGV[4])
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+local open = redis.call('ZCARD', KEYS[2])
+if open >= cap then return {0, cap, open} end
+redis.call('ZADD', KEYS[2], now + ttl, ARGV[3])
+if redis.call('PTTL', KEYS[2]) < ttl then redis.call('PEXPIRE', KEYS[2], ttl) end
+return {1, cap, open + 1}
+`;
+
+/**
+ * Extends the leases of slots still held, adding back any the set lost (a flush, or slots the
+ * local fallback granted while Redis was away). KEYS[1] the set; ARGV[1] the lease, then slots.
+ */
+const RENEW_SLOTS_LUA = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local ttl = tonumber(ARGV[1])
+for i = 2, #ARGV do redis.call('ZADD', KEYS[1], now + ttl, ARGV[i]) end
+if redis.call('PTTL', KEYS[1]) < ttl then redis.call('PEXPIRE', KEYS[1], ttl) end
+return 0
+`;
+
 interface ThrottleCommands {
   merxThrottleTake(numberOfKeys: number, ...keysAndArgs: Array<string | number>): Promise<number[]>;
   merxThrottleGiveBack(numberOfKeys: number, ...keysAndArgs: Array<string | number>): Promise<number>;
   merxThrottleOverride(numberOfKeys: number, ...keysAndArgs: Array<string | number>): Promise<number>;
+  merxThrottleAcquireSlot(numberOfKeys: number, ...keysAndArgs: Array<string | number>): Promise<number[]>;
+  merxThrottleRenewSlots(numberOfKeys: number, ...keysAndArgs: Array<string | number>): Promise<number>;
 }
 
 /** What one charge in Redis gave: the decision for the units taken, as Redis counted them. */
@@ -212,6 +246,8 @@ export class RedisLimiterStore implements LimiterStore {
     this.redis.defineCommand('merxThrottleTake', { lua: TAKE_LUA });
     this.redis.defineCommand('merxThrottleGiveBack', { lua: GIVE_BACK_LUA });
     this.redis.defineCommand('merxThrottleOverride', { lua: SET_OVERRIDE_LUA });
+    this.redis.defineCommand('merxThrottleAcquireSlot', { lua: ACQUIRE_SLOT_LUA });
+    this.redis.defineCommand('merxThrottleRenewSlots', { lua: RENEW_SLOTS_LUA });
     // Connection errors are reported by the failover wrapper; an 'error' without a listener would be printed by ioredis.
     this.redis.on('error', (error: Error) => options.logger.debug({ err: error }, 'redis connection error'));
   }
@@ -263,9 +299,36 @@ export class RedisLimiterStore implements LimiterStore {
 
   async setOverride(merchantId: string, fields: OverrideFields, version: number): Promise<void> {
     const pairs = Object.entries(fields)
-      .filter(([field]) => THROTTLE_CLASSES.some((name) => field.startsWith(`${name}.`)))
+      .filter(([field]) => isOverrideField(field))
       .flat();
     await this.redis.merxThrottleOverride(1, this.overrideKey(merchantId, ''), version, ...pairs);
+  }
+
+  /** Beside the merchant's other keys (same hash tag as its override). */
+  private slotsKey(merchantId: string, name: ConcurrencyClass): string {
+    return `${this.prefix}{m:${merchantId}}:${name}`;
+  }
+
+  async acquireSlot(request: SlotRequest): Promise<SlotDecision> {
+    const [granted, cap, open] = (await this.redis.merxThrottleAcquireSlot(
+      2,
+      this.overrideKey(request.merchantId, ''),
+      this.slotsKey(request.merchantId, request.name),
+      concurrencyField(request.name),
+      request.cap,
+      request.slot,
+      request.ttlMs,
+    )) as [number, number, number];
+    return { allowed: granted === 1, cap, open };
+  }
+
+  async renewSlots(merchantId: string, name: ConcurrencyClass, slots: string[], ttlMs: number): Promise<void> {
+    if (slots.length === 0) return;
+    await this.redis.merxThrottleRenewSlots(1, this.slotsKey(merchantId, name), ttlMs, ...slots);
+  }
+
+  async releaseSlot(merchantId: string, name: ConcurrencyClass, slot: string): Promise<void> {
+    await this.redis.zrem(this.slotsKey(merchantId, name), slot);
   }
 
   async ready(timeoutMs: number): Promise<void> {

@@ -10,6 +10,8 @@ const FIELDS: Record<string, Record<string, { integer: boolean; max: number }>> 
   sustained: { limit: { integer: true, max: 1_000_000_000 }, window_seconds: { integer: true, max: 86_400 } },
   writes: { capacity: { integer: true, max: 1_000_000 }, refill_per_second: { integer: false, max: 1_000_000 } },
   sensitive: { limit: { integer: true, max: 1_000_000 }, window_seconds: { integer: true, max: 86_400 } },
+  // Not a rate: StreamEvents calls open at once, across every gateway replica.
+  event_streams: { concurrent: { integer: true, max: 100_000 } },
 };
 
 export type ThrottleOverrides = Record<string, Record<string, number>>;
@@ -28,7 +30,7 @@ export function validateThrottleOverrides(input: unknown): ThrottleOverrides {
   for (const [name, value] of Object.entries(input)) {
     const fields = FIELDS[name];
     if (!fields) {
-      errors.push({ field: fieldPath('', name), code: 'unknown_field', message: `${name} is not a throttle class (burst, sustained, writes, sensitive)` });
+      errors.push({ field: fieldPath('', name), code: 'unknown_field', message: `${name} is not a throttle class (${Object.keys(FIELDS).join(', ')})` });
       continue;
     }
     if (!isObject(value)) {

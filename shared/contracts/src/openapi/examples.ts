@@ -30,6 +30,7 @@ export const requestExamples: Record<string, Record<string, ExampleObject>> = {
       burst: { capacity: 300, refill_per_second: 150 },
       sustained: { limit: 60000, window_seconds: 3600 },
     }),
+    streams: example('More StreamEvents streams open at once than the plan allows', { event_streams: { concurrent: 1000 } }),
     reset: example("Back to the plan's numbers", {}),
   },
   'apps.admin.create': {

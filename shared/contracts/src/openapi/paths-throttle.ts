@@ -32,6 +32,12 @@ export const throttleOverridesSchema: JsonSchema = {
     sustained: window('every request'),
     writes: bucket('POST, PUT, PATCH, DELETE'),
     sensitive: window('token issuance, API key create/revoke, secret rotation, sandbox reset, dead-letter replay'),
+    event_streams: {
+      type: 'object',
+      additionalProperties: false,
+      description: 'A cap, not a rate: gRPC `StreamEvents` calls the merchant may have open at once, across every gateway replica.',
+      properties: { concurrent: positiveInteger(100_000, 'Streams open at once; past it a new one is refused with RESOURCE_EXHAUSTED.') },
+    },
   },
   examples: [{ burst: { capacity: 300, refill_per_second: 150 }, sustained: { limit: 60000 } }],
 };
