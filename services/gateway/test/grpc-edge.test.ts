@@ -3,6 +3,8 @@ import { randomBytes } from 'node:crypto';
 import { create } from '@bufbuild/protobuf';
 import { anyUnpack } from '@bufbuild/protobuf/wkt';
 import {
+  BatchCreateProductsRequestSchema,
+  BatchCreateProductsResponseSchema,
   ErrorInfoSchema,
   MAX_BULK_PAGE_ITEMS,
   ProductResultSchema,
@@ -10,6 +12,8 @@ import {
   RetryInfoSchema,
   UpsertProductsRequestSchema,
   UpsertProductsResponseSchema,
+  type BatchCreateProductsRequest,
+  type BatchCreateProductsResponse,
   type UpsertProductsRequest,
   type UpsertProductsResponse,
 } from '@merx/contracts/grpc';
@@ -41,6 +45,7 @@ describe('gRPC edge (component, real Redis)', function () {
   const logger = createLogger('grpc-edge-test', 'silent');
   let upstream: RunningGrpcServer;
   let seenMetadata: grpc.Metadata[] = [];
+  let batchesSeen = 0;
   let sign: (claims: Record<string, unknown>) => Promise<string>;
   let verifier: ReturnType<typeof createTokenVerifier>;
   const running: Array<{ edge: RunningGrpcEdge; throttle: Throttle; client: grpc.Client & Record<string, any> }> = [];
@@ -60,6 +65,20 @@ describe('gRPC edge (component, real Redis)', function () {
     metadata.set('authorization', `Bearer ${token}`);
     return metadata;
   };
+  /** One BatchCreateProducts call of `count` products; `deadlineMs` from now, if given. */
+  const batchCreate = (client: Record<string, any>, metadata: grpc.Metadata, count: number, deadlineMs?: number) =>
+    new Promise<{ response?: BatchCreateProductsResponse; error?: grpc.ServiceError; elapsedMs: number }>((resolve) => {
+      const started = Date.now();
+      const products = Array.from({ length: count }, (_, index) => ({ sku: `SKU-${index}` }));
+      const options = deadlineMs === undefined ? {} : { deadline: Date.now() + deadlineMs };
+      client.BatchCreateProducts(
+        create(BatchCreateProductsRequestSchema, { products }),
+        metadata,
+        options,
+        (error: grpc.ServiceError | null, response: BatchCreateProductsResponse) =>
+          resolve({ ...(error ? { error } : { response }), elapsedMs: Date.now() - started }),
+      );
+    });
   /** `count` products in one stream: one per message, or in pages of `pageSize`. */
   const upsertAll = (client: Record<string, any>, metadata: grpc.Metadata, count: number, pageSize = 0) =>
     new Promise<{ answers: UpsertProductsResponse[]; error?: grpc.ServiceError }>((resolve) => {
@@ -87,15 +106,27 @@ describe('gRPC edge (component, real Redis)', function () {
       );
       call.on('end', () => call.end());
     };
+    const batchCreateProducts = (
+      call: grpc.ServerUnaryCall<BatchCreateProductsRequest, BatchCreateProductsResponse>,
+      callback: grpc.sendUnaryData<BatchCreateProductsResponse>,
+    ) => {
+      batchesSeen += 1;
+      const results = call.request.products.map((product, index) => create(ProductResultSchema, { index, sku: product.sku }));
+      callback(null, create(BatchCreateProductsResponseSchema, { results }));
+    };
     upstream = await startGrpcServer({
       port: 0,
       services: [
-        { definition: grpcServiceDefinitionOf(ProductService), implementation: { UpsertProducts: upsertProducts } as grpc.UntypedServiceImplementation },
+        {
+          definition: grpcServiceDefinitionOf(ProductService),
+          implementation: { UpsertProducts: upsertProducts, BatchCreateProducts: batchCreateProducts } as grpc.UntypedServiceImplementation,
+        },
       ],
     });
   });
   beforeEach(() => {
     seenMetadata = [];
+    batchesSeen = 0;
   });
   after(async () => {
     for (const { edge, throttle, client } of running) {
@@ -176,5 +207,64 @@ describe('gRPC edge (component, real Redis)', function () {
       details.some((detail) => anyUnpack(detail, RetryInfoSchema)?.retryDelay),
       'RetryInfo says when to come back',
     );
+  });
+  describe('BatchCreateProducts: charged to the bulk class per item', () => {
+    // Writes and burst roomy enough that only the bulk class can hold a batch back.
+    const roomy = '{"sandbox":{"burst":{"capacity":1000,"refill_per_second":1000},"writes":{"capacity":1000,"refill_per_second":1000}}}';
+
+    it('lets a batch within the budget through at once, and makes the next one wait for its items', async () => {
+      // 200 items/s, a second's worth in the bucket: 200 items go at once, the next 200 about a second later.
+      const client = await startEdge({ MERX_THROTTLE_PLANS: roomy, MERX_THROTTLE_BULK: '{"sandbox":200}', MERX_THROTTLE_BULK_MAX_WAIT_MS: '5000' });
+      const metadata = metadataWith(await tokenFor());
+      const first = await batchCreate(client, metadata, 200);
+      assert.equal(first.error, undefined, first.error?.details);
+      assert.equal(first.response!.results.length, 200);
+      assert.ok(first.elapsedMs < 700, `the first batch waited ${first.elapsedMs} ms`);
+      const second = await batchCreate(client, metadata, 200);
+      assert.equal(second.error, undefined, second.error?.details);
+      assert.ok(second.elapsedMs >= 700, `the second 200 items went through after ${second.elapsedMs} ms, not paced at 200/s`);
+      assert.equal(batchesSeen, 2);
+    });
+
+    it('charges a small batch its items, not a whole lot: 150 batches of one item fit in 200 items/s', async () => {
+      const client = await startEdge({ MERX_THROTTLE_PLANS: roomy, MERX_THROTTLE_BULK: '{"sandbox":200}', MERX_THROTTLE_BULK_MAX_WAIT_MS: '50' });
+      const metadata = metadataWith(await tokenFor());
+      for (let index = 0; index < 150; index++) {
+        const { error } = await batchCreate(client, metadata, 1);
+        assert.equal(error, undefined, `batch ${index}: ${error?.code} ${error?.details}`);
+      }
+    });
+
+    it('refuses a batch the class cannot admit within the longest wait: RESOURCE_EXHAUSTED, RetryInfo, nothing forwarded', async () => {
+      // 20 items/s: a batch of 500 would wait about 24 s; the longest wait is 200 ms.
+      const client = await startEdge({ MERX_THROTTLE_PLANS: roomy, MERX_THROTTLE_BULK: '{"sandbox":20}', MERX_THROTTLE_BULK_MAX_WAIT_MS: '200' });
+      const { error, elapsedMs } = await batchCreate(client, metadataWith(await tokenFor()), 500);
+      assert.equal(error?.code, grpc.status.RESOURCE_EXHAUSTED, `got ${error?.code}: ${error?.details}`);
+      assert.ok(elapsedMs < 2_000, `refused after ${elapsedMs} ms`);
+      const details = decodeGrpcStatusDetails(error!.metadata)!.details;
+      assert.equal(details.map((detail) => anyUnpack(detail, ErrorInfoSchema)?.reason).find(Boolean), 'rate_limited');
+      const delay = details.map((detail) => anyUnpack(detail, RetryInfoSchema)?.retryDelay).find(Boolean);
+      assert.ok(delay && Number(delay.seconds) >= 20, `RetryInfo says when all 500 items could go, not the next lot: ${delay?.seconds}s`);
+      assert.equal(batchesSeen, 0, 'the service never saw the batch');
+    });
+
+    it("waits no longer than the call's deadline allows: RESOURCE_EXHAUSTED rather than DEADLINE_EXCEEDED", async () => {
+      const client = await startEdge({ MERX_THROTTLE_PLANS: roomy, MERX_THROTTLE_BULK: '{"sandbox":200}', MERX_THROTTLE_BULK_MAX_WAIT_MS: '10000' });
+      const metadata = metadataWith(await tokenFor());
+      assert.equal((await batchCreate(client, metadata, 200)).error, undefined);
+      // The next 200 need about a second; the call has 600 ms.
+      const { error, elapsedMs } = await batchCreate(client, metadata, 200, 600);
+      assert.equal(error?.code, grpc.status.RESOURCE_EXHAUSTED, `got ${error?.code}: ${error?.details}`);
+      assert.ok(elapsedMs < 600, `answered after ${elapsedMs} ms`);
+    });
+
+    it("leaves another merchant's batches alone", async () => {
+      const client = await startEdge({ MERX_THROTTLE_PLANS: roomy, MERX_THROTTLE_BULK: '{"sandbox":200}', MERX_THROTTLE_BULK_MAX_WAIT_MS: '5000' });
+      const busy = metadataWith(await tokenFor());
+      assert.equal((await batchCreate(client, busy, 200)).error, undefined);
+      const other = await batchCreate(client, metadataWith(await tokenFor()), 200);
+      assert.equal(other.error, undefined);
+      assert.ok(other.elapsedMs < 700, `another merchant waited ${other.elapsedMs} ms`);
+    });
   });
 });

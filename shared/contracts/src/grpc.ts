@@ -50,13 +50,15 @@ export const grpcMethodScopes: Record<string, string> = {
 };
 
 /**
- * Methods whose request stream counts in the `bulk` class, in items: a message is one item, or
+ * Methods whose request messages count in the `bulk` class, in items: a message is one item, or
  * a page of items in the repeated field named here (UpsertProductsRequest.products,
- * IngestRecordsRequest.records).
+ * IngestRecordsRequest.records, and the unary BatchCreateProductsRequest.products, charged as
+ * the same products sent in a page of the streaming upsert would be).
  */
 const BULK_PAGE_FIELDS = new Map([
   ['/merx.v1.ProductService/UpsertProducts', 2],
   ['/merx.v1.RecordService/IngestRecords', 3],
+  ['/merx.v1.ProductService/BatchCreateProducts', 1],
 ]);
 
 export const grpcBulkMethods: ReadonlySet<string> = new Set(BULK_PAGE_FIELDS.keys());

@@ -5,7 +5,16 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { create, toBinary } from '@bufbuild/protobuf';
-import { bulkItemsInMessage, grpcFiles, grpcMethodScopes, grpcPathOf, grpcServices, IngestRecordsRequestSchema, UpsertProductsRequestSchema } from './grpc.js';
+import {
+  BatchCreateProductsRequestSchema,
+  bulkItemsInMessage,
+  grpcFiles,
+  grpcMethodScopes,
+  grpcPathOf,
+  grpcServices,
+  IngestRecordsRequestSchema,
+  UpsertProductsRequestSchema,
+} from './grpc.js';
 import { scopeNames } from './scopes.js';
 
 const run = promisify(execFile);
@@ -63,6 +72,11 @@ describe('bulkItemsInMessage: the items a bulk message carries, read off its tag
       create(IngestRecordsRequestSchema, { sourceId: 'src_x', records: [{ externalId: '1' }, { externalId: '2' }] }),
     );
     assert.equal(bulkItemsInMessage(ingest, records), 2);
+    const batch = toBinary(
+      BatchCreateProductsRequestSchema,
+      create(BatchCreateProductsRequestSchema, { products: [{ sku: 'A' }, { sku: 'B' }, { sku: 'C' }, {}] }),
+    );
+    assert.equal(bulkItemsInMessage('/merx.v1.ProductService/BatchCreateProducts', batch), 4, 'a unary batch counts its products');
   });
 
   it('counts bytes that are no message as one item, for the service to refuse', () => {

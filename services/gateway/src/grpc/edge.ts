@@ -68,8 +68,14 @@ function fileDescriptorProtos(files: DescFile[]): Buffer[] {
 /** StreamEvents: each call holds one of its merchant's slots (the `event_streams` cap) until it ends. */
 const EVENT_STREAM_PATH = grpcPathOf(EventService.method.streamEvents);
 
+/**
+ * The first status of a stream wins. grpc-js keeps an error's status until the answers already
+ * written are flushed, and a second error meanwhile replaced it: a stream the edge refused
+ * (RESOURCE_EXHAUSTED) and whose upstream it cancelled sometimes ended with the upstream's
+ * CANCELLED instead.
+ */
 const sendError = (call: grpc.ServerWritableStream<Buffer, Buffer> | grpc.ServerDuplexStream<Buffer, Buffer>, status: Partial<grpc.StatusObject>) => {
-  if (!call.cancelled && !call.destroyed) call.emit('error', status);
+  if (!call.cancelled && !call.destroyed && !call.writableEnded) call.emit('error', status);
 };
 
 /**
@@ -112,6 +118,23 @@ export async function startGrpcEdge(deps: GrpcEdgeDeps): Promise<RunningGrpcEdge
   };
   const optionsOf = (call: { getDeadline(): grpc.Deadline }): grpc.CallOptions => ({ deadline: call.getDeadline() });
 
+  /**
+   * A unary batch is charged one request as REST's batches are (admit), and each of its items to
+   * the bulk class as a page of the streaming upsert: while the class is empty the call waits,
+   * within MERX_THROTTLE_BULK_MAX_WAIT_MS and its deadline, before it is refused.
+   */
+  const chargeBatch = (path: string, claims: AccessClaims, call: grpc.ServerUnaryCall<Buffer, Buffer>): Promise<void> => {
+    const carried = bulkItemsInMessage(path, call.request);
+    // More than the service takes is bad input for it to refuse, not a wait for the bulk class.
+    const items = carried > MAX_BULK_PAGE_ITEMS ? 1 : carried;
+    const deadline = call.getDeadline();
+    const deadlineMs = deadline instanceof Date ? deadline.getTime() : deadline;
+    return throttle!.chargeBatch(claims.merchantId, claims.plan, items, {
+      cancelled: () => call.cancelled,
+      ...(Number.isFinite(deadlineMs) ? { deadline: deadlineMs } : {}),
+    });
+  };
+
   /** Upstream answers back to the caller, at the caller's pace. */
   const relayResponses = (
     upstream: grpc.ClientReadableStream<Buffer> | grpc.ClientDuplexStream<Buffer, Buffer>,
@@ -134,24 +157,27 @@ export async function startGrpcEdge(deps: GrpcEdgeDeps): Promise<RunningGrpcEdge
       const path = grpcPathOf(method);
       const writes = grpcMethodScopes[path]!.endsWith(':write');
       if (method.methodKind === 'unary') {
+        const batched = grpcBulkMethods.has(path) && throttle !== undefined;
         implementation[method.name] = ((call: grpc.ServerUnaryCall<Buffer, Buffer>, callback: grpc.sendUnaryData<Buffer>) => {
           const requestId = newId('req');
-          admit(path, call.metadata, writes).then(
-            () => {
-              if (call.cancelled) return;
-              const upstream = client.makeUnaryRequest(
-                path,
-                identity,
-                identity,
-                call.request,
-                forwardedMetadata(call.metadata, requestId),
-                optionsOf(call),
-                (error, response) => (error ? callback({ code: error.code, details: error.details, metadata: error.metadata }) : callback(null, response)),
-              );
-              call.on('cancelled', () => upstream.cancel());
-            },
-            (error: unknown) => callback(grpcErrorOf(error, logger)),
-          );
+          admit(path, call.metadata, writes)
+            .then((claims) => (batched ? chargeBatch(path, claims, call) : undefined))
+            .then(
+              () => {
+                if (call.cancelled) return;
+                const upstream = client.makeUnaryRequest(
+                  path,
+                  identity,
+                  identity,
+                  call.request,
+                  forwardedMetadata(call.metadata, requestId),
+                  optionsOf(call),
+                  (error, response) => (error ? callback({ code: error.code, details: error.details, metadata: error.metadata }) : callback(null, response)),
+                );
+                call.on('cancelled', () => upstream.cancel());
+              },
+              (error: unknown) => callback(grpcErrorOf(error, logger)),
+            );
         }) as grpc.handleUnaryCall<Buffer, Buffer>;
       } else if (method.methodKind === 'server_streaming') {
         const capped = path === EVENT_STREAM_PATH && throttle !== undefined;

@@ -73,6 +73,13 @@ export interface Throttle {
   /** Paces one stream's items in the merchant's bulk class (shared by every stream and replica). */
   bulkPacer(merchantId: string, plan: string | undefined): BulkPacer;
   /**
+   * Charges the items of a unary batch (BatchCreateProducts) to the merchant's bulk class, as a
+   * page of a stream is: resolves once they may go, waiting while the class is empty; rejects
+   * with RateLimited once the wait would pass `maxWaitMs`. What a lot leaves over goes to the
+   * merchant's next batch on this replica, so a small batch is not charged a whole lot.
+   */
+  chargeBatch(merchantId: string, plan: string | undefined, items: number, options?: BulkTakeOptions): Promise<void>;
+  /**
    * One of the merchant's StreamEvents slots (shared by every replica), held until released;
    * throws ConcurrencyCapReached (RESOURCE_EXHAUSTED, naming the cap) when all are taken.
    */
@@ -82,12 +89,25 @@ export interface Throttle {
   stop(): Promise<void>;
 }
 
+export interface BulkTakeOptions {
+  /** The longest the whole take may wait for the class; MERX_THROTTLE_BULK_MAX_WAIT_MS by default. */
+  maxWaitMs?: number;
+  /** A caller that went away: stop waiting, and taking lots, for it. */
+  cancelled?: () => boolean;
+  /**
+   * The call's deadline (ms since the epoch), if it has one: the wait ends within three quarters
+   * of the time left, so the work keeps the last quarter and the caller hears RESOURCE_EXHAUSTED
+   * with RetryInfo rather than DEADLINE_EXCEEDED.
+   */
+  deadline?: number;
+}
+
 export interface BulkPacer {
   /**
    * Undefined when `items` (1 unless a message carries a page) may go at once; otherwise resolves
-   * when they may, or rejects with RateLimited once a lot has waited the longest wait.
+   * when they may, or rejects with RateLimited once the take would wait longer than its longest wait.
    */
-  take(items?: number): Promise<void> | undefined;
+  take(items?: number, options?: BulkTakeOptions): Promise<void> | undefined;
 }
 
 /**
@@ -180,6 +200,52 @@ export async function createThrottle(deps: ThrottleDeps): Promise<Throttle> {
 
   const slots = new ConcurrencySlots(store, { logger: deps.logger, ...(deps.slotLeaseMs ? { ttlMs: deps.slotLeaseMs } : {}) });
 
+  const bulkPacer = (merchantId: string, plan: string | undefined): BulkPacer => {
+    const itemsPerSecond = settings.bulk[planOf(plan)];
+    const { lot, spec } = bulkLotOf(itemsPerSecond);
+    let allowance = 0;
+    const waitForLot = async (items: number, started: number, maxWaitMs: number, cancelled: () => boolean) => {
+      for (;;) {
+        if (cancelled()) throw new Error('the caller went away while waiting for the bulk class');
+        const decision = await store.consume({ subject: `m:${merchantId}`, specs: [spec] });
+        if (decision.allowed) {
+          allowance += lot;
+          return;
+        }
+        const waitMs = Math.max(5, Math.ceil(1000 / spec.b));
+        if (Date.now() - started + waitMs > maxWaitMs) {
+          // When every item still missing could have come, not only the next lot.
+          throw new RateLimited('bulk', Math.max(decision.retryAfterSeconds, Math.ceil((items - allowance) / itemsPerSecond)));
+        }
+        await new Promise((resolve) => setTimeout(resolve, waitMs));
+      }
+    };
+    return {
+      take(items = 1, options = {}) {
+        if (allowance >= items) {
+          allowance -= items;
+          return undefined;
+        }
+        const started = Date.now();
+        const withinDeadline = options.deadline === undefined ? Number.POSITIVE_INFINITY : 0.75 * (options.deadline - started);
+        const maxWaitMs = Math.min(options.maxWaitMs ?? settings.bulkMaxWaitMs, withinDeadline);
+        const cancelled = options.cancelled ?? (() => false);
+        // A page may need several lots: each is taken (and waited for) in turn, all within one longest wait.
+        return (async () => {
+          while (allowance < items) await waitForLot(items, started, maxWaitMs, cancelled);
+          allowance -= items;
+        })();
+      },
+    };
+  };
+  // Each merchant's leftover of its last lot, for its next batch; forgotten once it has been idle a while.
+  const batchPacers = new Map<string, { pacer: BulkPacer; usedAt: number }>();
+  const sweeper = setInterval(() => {
+    const idleSince = Date.now() - 10_000;
+    for (const [key, { usedAt }] of batchPacers) if (usedAt < idleSince) batchPacers.delete(key);
+  }, 10_000);
+  sweeper.unref();
+
   return {
     store,
     slots,
@@ -209,35 +275,13 @@ export async function createThrottle(deps: ThrottleDeps): Promise<Throttle> {
       const classes: ThrottleClass[] = write ? ['burst', 'sustained', 'writes'] : ['burst', 'sustained'];
       return store.consume({ subject: `m:${merchantId}`, merchantId, specs: classes.map((name) => specs.get(name)!) });
     },
-    bulkPacer(merchantId, plan) {
-      const { lot, spec } = bulkLotOf(settings.bulk[planOf(plan)]);
-      let allowance = 0;
-      const waitForLot = async () => {
-        const started = Date.now();
-        for (;;) {
-          const decision = await store.consume({ subject: `m:${merchantId}`, specs: [spec] });
-          if (decision.allowed) {
-            allowance += lot;
-            return;
-          }
-          const waitMs = Math.max(5, Math.ceil(1000 / spec.b));
-          if (Date.now() - started + waitMs > settings.bulkMaxWaitMs) throw new RateLimited('bulk', decision.retryAfterSeconds);
-          await new Promise((resolve) => setTimeout(resolve, waitMs));
-        }
-      };
-      return {
-        take(items = 1) {
-          if (allowance >= items) {
-            allowance -= items;
-            return undefined;
-          }
-          // A page may need several lots: each is taken (and waited for) in turn.
-          return (async () => {
-            while (allowance < items) await waitForLot();
-            allowance -= items;
-          })();
-        },
-      };
+    bulkPacer,
+    chargeBatch(merchantId, plan, items, options) {
+      const key = `${merchantId}|${planOf(plan)}`;
+      let batches = batchPacers.get(key);
+      if (!batches) batchPacers.set(key, (batches = { pacer: bulkPacer(merchantId, plan), usedAt: 0 }));
+      batches.usedAt = Date.now();
+      return batches.pacer.take(items, options) ?? Promise.resolve();
     },
     async openEventStream(merchantId, plan) {
       const { decision, slot } = await slots.acquire(merchantId, 'event_streams', settings.plans[planOf(plan)].event_streams.concurrent);
@@ -246,6 +290,7 @@ export async function createThrottle(deps: ThrottleDeps): Promise<Throttle> {
     },
     async stop() {
       stopping = true;
+      clearInterval(sweeper);
       await loading;
       await consumer?.close();
       await slots.close();
