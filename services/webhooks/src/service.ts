@@ -28,7 +28,8 @@ import { purgeTombstones } from './store/destinations-store.js';
 import { purgeExpiredEvents } from './store/events-store.js';
 import { WEBHOOKS_SCHEMA, webhooksMigrations } from './store/migrations.js';
 import { deliveryUseCases } from './usecases/deliveries.js';
-import { eventStreamUseCase, type EventStreamTiming } from './usecases/event-stream.js';
+import { DEFAULT_EVENT_STREAM_TIMING, eventStreamUseCase, type EventStreamTiming } from './usecases/event-stream.js';
+import { EventTail } from './usecases/event-tail.js';
 import { fanOut } from './usecases/fanout.js';
 import { attemptOutcomes } from './usecases/outcomes.js';
 import { subscriptionUseCases } from './usecases/subscriptions.js';
@@ -66,6 +67,8 @@ export interface RunningWebhooks extends RunningService {
   consumer: Consumer;
   worker: DeliveryWorker;
   grpc: RunningGrpcServer;
+  /** The one reader of new events behind every StreamEvents of this process. */
+  eventTail: EventTail;
 }
 
 /**
@@ -131,13 +134,16 @@ export async function startWebhooks(deps: WebhooksDeps): Promise<RunningWebhooks
     ...(deps.pollIntervalMs ? { pollIntervalMs: deps.pollIntervalMs } : {}),
   });
   let grpc: RunningGrpcServer;
+  const eventStreamTiming = deps.eventStreamTiming ?? DEFAULT_EVENT_STREAM_TIMING;
+  const eventTail = new EventTail({
+    db,
+    logger: logger.child({ component: 'event-tail' }),
+    timing: eventStreamTiming,
+    bufferSize: settings.eventStreamBuffer,
+    now,
+  });
   try {
-    const followEvents = eventStreamUseCase({
-      db,
-      eventRetentionDays: settings.eventRetentionDays,
-      now,
-      ...(deps.eventStreamTiming ? { timing: deps.eventStreamTiming } : {}),
-    });
+    const followEvents = eventStreamUseCase({ db, tail: eventTail, eventRetentionDays: settings.eventRetentionDays, now, timing: eventStreamTiming });
     grpc = await startGrpcServer({
       port: deps.grpcPort ?? 0,
       ...(deps.host ? { host: deps.host } : {}),
@@ -163,8 +169,10 @@ export async function startWebhooks(deps: WebhooksDeps): Promise<RunningWebhooks
     consumer,
     worker,
     grpc,
+    eventTail,
     async stop() {
       await grpc.stop();
+      await eventTail.stop();
       await consumer.close();
       await worker!.stop();
       await service.stop();

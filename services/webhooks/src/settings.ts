@@ -22,6 +22,8 @@ export interface WebhookSettings {
   secretOverlapMs: number;
   /** Events (and finished deliveries) older than this are purged. */
   eventRetentionDays: number;
+  /** Events one StreamEvents call may have waiting to be sent; past it the stream reads the database at its own pace until it has caught up. */
+  eventStreamBuffer: number;
 }
 
 /** Standard Webhooks' schedule, stretched to fill the 72-hour window. */
@@ -59,6 +61,7 @@ export const webhookSettingsSchema = (defaults: { allowPrivate: boolean }) =>
     MERX_WEBHOOK_TIMEOUT: duration('15s'),
     MERX_WEBHOOK_SECRET_OVERLAP: duration('24h'),
     MERX_EVENT_RETENTION_DAYS: configFields.positiveInt(30),
+    MERX_EVENT_STREAM_BUFFER: configFields.positiveInt(1_000),
   });
 
 export function toWebhookSettings(config: z.infer<ReturnType<typeof webhookSettingsSchema>>): WebhookSettings {
@@ -74,6 +77,7 @@ export function toWebhookSettings(config: z.infer<ReturnType<typeof webhookSetti
     totalTimeoutMs: config.MERX_WEBHOOK_TIMEOUT,
     secretOverlapMs: config.MERX_WEBHOOK_SECRET_OVERLAP,
     eventRetentionDays: config.MERX_EVENT_RETENTION_DAYS,
+    eventStreamBuffer: config.MERX_EVENT_STREAM_BUFFER,
   };
 }
 

@@ -5,6 +5,7 @@ import { buildEvent, canonicalJson, createLogger, createPgliteDb, MemoryBus, new
 import { ContractClient, createScratchDatabase, createTestTokenIssuer, testSecretKeys, type TestTokenIssuer } from '@merx/kit/testing';
 import { startWebhooks, type RunningWebhooks, type WebhookSettings } from '../src/index.js';
 import { webhookSettingsFromEnv } from '../src/settings.js';
+import type { EventStreamTiming } from '../src/usecases/event-stream.js';
 import type { HostResolver, SecretKeyRing } from '@merx/kit';
 
 export const contract = createContractValidator();
@@ -110,6 +111,8 @@ export interface HarnessOptions {
   resolver?: HostResolver;
   /** The key ring sealing secrets (a rotation); the test process's own ring when absent. */
   secretKeys?: SecretKeyRing;
+  /** StreamEvents' settle time, tail tick and page size. */
+  eventStreamTiming?: EventStreamTiming;
 }
 
 /** A product event with a valid catalogue payload, for tests whose subject is delivery. */
@@ -161,6 +164,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     ...(options.now ? { now: options.now } : {}),
     ...(options.random ? { random: options.random } : {}),
     ...(options.resolver ? { resolver: options.resolver } : {}),
+    ...(options.eventStreamTiming ? { eventStreamTiming: options.eventStreamTiming } : {}),
   });
   return {
     url: webhooks.url,

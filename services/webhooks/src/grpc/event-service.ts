@@ -9,6 +9,7 @@ import {
   writeWithBackpressure,
   type grpc,
   type Logger,
+  Unavailable,
   type TokenVerifier,
 } from '@merx/kit';
 import type { EventCursor, FollowEvents } from '../usecases/event-stream.js';
@@ -29,15 +30,19 @@ function wireEventOf(event: StoredEvent): StreamEventsResponse {
 /** merx.v1.EventService: the events of `GET /events`, followed live; it ends only when the client cancels (or the server stops). */
 export function eventGrpcService(followEvents: FollowEvents, verifier: TokenVerifier, logger: Logger) {
   const streamEvents = (call: grpc.ServerWritableStream<StreamEventsRequest, StreamEventsResponse>) => {
-    let open = true;
-    call.on('cancelled', () => (open = false));
-    call.on('close', () => (open = false));
+    // A stream waiting for events wakes when its caller goes, and lets go of its place at once.
+    const gone = new AbortController();
+    call.on('cancelled', () => gone.abort());
+    call.on('close', () => gone.abort());
     void (async () => {
       const claims = await authenticateGrpcCall(verifier, call.metadata, 'webhooks:read');
       assertDecoded(call.request);
-      for await (const event of followEvents(claims.merchantId, cursorOf(call.request), call.request.topics, () => open && !call.cancelled)) {
+      if (call.cancelled) return;
+      for await (const event of followEvents(claims.merchantId, cursorOf(call.request), call.request.topics, gone.signal)) {
         await writeWithBackpressure(call, wireEventOf(event));
       }
+      // Only a stopping service ends a stream its caller did not: the caller resumes elsewhere from its last id.
+      if (!gone.signal.aborted) throw new Unavailable('The service is stopping; resume the stream after the last event id received.');
     })().catch((error: unknown) => endStreamWithError(call, error, logger));
   };
   return { definition: grpcServiceDefinitionOf(EventService), implementation: { StreamEvents: streamEvents } as grpc.UntypedServiceImplementation };

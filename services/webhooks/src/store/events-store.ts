@@ -12,6 +12,19 @@ interface EventRow {
   payload: string;
 }
 
+/** A stored event and when it reached this store: what StreamEvents tells late events by. */
+export interface ArrivedEvent extends StoredEvent {
+  receivedAt: Date;
+}
+
+interface ArrivedEventRow extends EventRow {
+  received_at: Date;
+}
+
+function toArrivedEvent(row: ArrivedEventRow): ArrivedEvent {
+  return { ...toStoredEvent(row), receivedAt: row.received_at };
+}
+
 function toStoredEvent(row: EventRow): StoredEvent {
   return {
     id: row.id,
@@ -124,7 +137,7 @@ export interface EventStreamQuery {
 }
 
 /** Oldest first by id: what a merchant's event stream sends next. */
-export async function streamEventsForMerchant(db: Queryable, merchantId: MerchantId, query: EventStreamQuery): Promise<StoredEvent[]> {
+export async function streamEventsForMerchant(db: Queryable, merchantId: MerchantId, query: EventStreamQuery): Promise<ArrivedEvent[]> {
   const params: unknown[] = [merchantId, query.notBefore, query.afterId];
   const conditions = ['merchant_id = $1', 'created_at >= $2', 'id > $3'];
   const add = (sql: string, value: unknown) => {
@@ -140,9 +153,62 @@ export async function streamEventsForMerchant(db: Queryable, merchantId: Merchan
     conditions.push(`(topic = ANY($${params.length - 1}::text[]) OR split_part(topic, '.', 1) = ANY($${params.length}::text[]))`);
   }
   params.push(query.limit);
-  const { rows } = await db.query<EventRow>(
-    `SELECT merchant_id, id, topic, created_at, payload FROM ${TABLE} WHERE ${conditions.join(' AND ')} ORDER BY id ASC LIMIT $${params.length}`,
+  const { rows } = await db.query<ArrivedEventRow>(
+    `SELECT merchant_id, id, topic, created_at, received_at, payload FROM ${TABLE} WHERE ${conditions.join(' AND ')} ORDER BY id ASC LIMIT $${params.length}`,
     params,
   );
-  return rows.map(toStoredEvent);
+  return rows.map(toArrivedEvent);
+}
+
+/** What the event tail learns of an arrival; the payload is read only when a stream wants the event. */
+export interface EventArrival {
+  merchantId: string;
+  id: string;
+  topic: string;
+  createdAt: Date;
+  /** received_at in microseconds since the epoch: the exact position, for the next page. */
+  receivedAtMicros: number;
+}
+
+/** A place in the arrival order: received_at (microseconds since the epoch), then id. */
+export interface ArrivalPosition {
+  receivedAtMicros: number;
+  id: string;
+}
+
+/**
+ * Every merchant's events after a position in arrival order, without payloads: the one read per
+ * tick of the process's event tail, which serves the streams of every merchant together (no
+ * merchant filter by design; usecases/event-tail.ts hands each event only to its merchant's
+ * streams). received_at travels in microseconds: a millisecond Date would put a page's next
+ * position before the rows of its own transaction, which share one received_at.
+ */
+export async function eventArrivalsOfEveryMerchant(db: Queryable, after: ArrivalPosition, limit: number): Promise<EventArrival[]> {
+  const { rows } = await db.query<{ merchant_id: string; id: string; topic: string; created_at: Date; received_at_micros: number | string }>(
+    `SELECT merchant_id, id, topic, created_at, (extract(epoch FROM received_at) * 1000000)::bigint AS received_at_micros
+     FROM ${TABLE}
+     WHERE (received_at, id) > (timestamptz 'epoch' + $1::bigint * interval '1 microsecond', $2)
+     ORDER BY received_at, id
+     LIMIT $3`,
+    [after.receivedAtMicros, after.id, limit],
+  );
+  return rows.map((row) => ({
+    merchantId: row.merchant_id,
+    id: row.id,
+    topic: row.topic,
+    createdAt: row.created_at,
+    receivedAtMicros: Number(row.received_at_micros),
+  }));
+}
+
+/** The events named, each by its merchant and id (what the tail hands to streams, with payloads). */
+export async function eventsByMerchantAndId(db: Queryable, keys: Array<{ merchantId: string; id: string }>): Promise<ArrivedEvent[]> {
+  if (keys.length === 0) return [];
+  const { rows } = await db.query<ArrivedEventRow>(
+    `SELECT e.merchant_id, e.id, e.topic, e.created_at, e.received_at, e.payload
+     FROM unnest($1::text[], $2::text[]) AS k(merchant_id, id)
+     JOIN ${TABLE} e ON e.merchant_id = k.merchant_id AND e.id = k.id`,
+    [keys.map((key) => key.merchantId), keys.map((key) => key.id)],
+  );
+  return rows.map(toArrivedEvent);
 }

@@ -202,4 +202,19 @@ export const webhooksMigrations: Migration[] = [
       ALTER TABLE {{schema}}.deliveries SET (fillfactor = 70);
     `,
   },
+  {
+    id: '005_events_arrived',
+    // StreamEvents is served by one tail per process that follows what arrives for every
+    // merchant at once (usecases/event-tail.ts), in arrival order; the id breaks ties, since one
+    // fan-out transaction stores many events with the same received_at.
+    transaction: false,
+    sql: `CREATE INDEX CONCURRENTLY IF NOT EXISTS events_arrived ON {{schema}}.events (received_at, id)`,
+  },
+  {
+    id: '006_drop_events_by_arrival',
+    // Its only reader was each stream's own search for late events; the tail's index serves that
+    // too, and every stored event no longer writes an entry in both.
+    transaction: false,
+    sql: `DROP INDEX CONCURRENTLY IF EXISTS {{schema}}.events_by_arrival`,
+  },
 ];
