@@ -2,7 +2,15 @@ import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { startAudit, type RunningAudit } from '@merx/audit';
 import { startCatalog, type RunningCatalog } from '@merx/catalog';
-import { loadApiReference, startGateway, throttleSettingsFromEnv, type ApiReference, type RunningGateway, type ThrottleSettings } from '@merx/gateway';
+import {
+  loadApiReference,
+  startGateway,
+  throttleSettingsFromEnv,
+  type ApiReference,
+  type GrpcConnectionSettings,
+  type RunningGateway,
+  type ThrottleSettings,
+} from '@merx/gateway';
 import {
   API_AUDIENCE,
   busRetryPolicyFromEnv,
@@ -50,6 +58,8 @@ export interface EmbeddedOptions {
   accessTokenTtlSeconds?: number;
   /** Throttle classes (plans, MERX_THROTTLE=off); the defaults when absent. Always in memory here: one gateway. */
   throttle?: ThrottleSettings;
+  /** How the public gRPC port bounds connections (MERX_GRPC_*); the defaults when absent. */
+  grpcConnections?: GrpcConnectionSettings;
   /**
    * The delivery engine; absent reads MERX_WEBHOOK_* with private addresses allowed, so a
    * receiver on the developer's own machine (http://localhost:…) works out of the box.
@@ -221,7 +231,11 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<RunningEm
         trustedProxies: options.trustedProxies ?? [],
         serviceToken,
         throttle: { settings: inMemory(options.throttle ?? throttleSettingsFromEnv({})), bus },
-        grpc: { port: options.grpcPort ?? 0, upstreams: { catalog: catalog.grpc.address, merchants: merchants.grpc.address, webhooks: webhooks.grpc.address } },
+        grpc: {
+          port: options.grpcPort ?? 0,
+          upstreams: { catalog: catalog.grpc.address, merchants: merchants.grpc.address, webhooks: webhooks.grpc.address },
+          ...(options.grpcConnections ? { connections: options.grpcConnections } : {}),
+        },
       }),
     );
     const grpcUrl = `${new URL(baseUrl).hostname}:${gateway.grpc!.port}`;

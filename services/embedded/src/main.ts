@@ -12,7 +12,7 @@ import {
   z,
   adminListenerSettings,
 } from '@merx/kit';
-import { loadApiReference, throttleSettingsFromEnv } from '@merx/gateway';
+import { grpcConnectionSettingsFromEnv, loadApiReference, throttleSettingsFromEnv } from '@merx/gateway';
 import { signInThrottleFromEnv } from '@merx/oauth';
 import { webhookSettingsFromEnv } from '@merx/webhooks';
 import { startBanner } from './dev-files.js';
@@ -38,6 +38,7 @@ const embeddedConfig = z.object({
 let config;
 let webhooks;
 let throttle;
+let grpcConnections;
 let signInThrottle;
 let apiReference;
 try {
@@ -47,6 +48,7 @@ try {
   webhooks = webhookSettingsFromEnv(process.env, { allowPrivate: true });
   try {
     throttle = throttleSettingsFromEnv(process.env);
+    grpcConnections = grpcConnectionSettingsFromEnv(process.env);
     signInThrottle = signInThrottleFromEnv(process.env);
   } catch (error) {
     throw new ConfigError('merx', [(error as Error).message]);
@@ -73,6 +75,7 @@ const merx = await startEmbedded({
   trustedProxies: config.MERX_TRUSTED_PROXIES,
   ...(config.MERX_SECRETS_KEYS ? { secretKeys: config.MERX_SECRETS_KEYS } : {}),
   throttle,
+  grpcConnections,
   signInThrottle,
   webhooks,
   apiReference,

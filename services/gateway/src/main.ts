@@ -27,6 +27,7 @@ import {
 } from '@merx/kit';
 import { loadApiReference } from './docs.js';
 import { startGateway } from './service.js';
+import { grpcConnectionSettingsFromEnv } from './grpc/connections.js';
 import { throttleSettingsFromEnv } from './throttle/config.js';
 
 // host:port, or a grpc-js target such as dns:///catalog-grpc:50052 (every address of a headless Service).
@@ -79,8 +80,10 @@ const logger = createLogger('gateway', config.LOG_LEVEL);
 // OTEL_* checked here, before any port opens; without an endpoint nothing of the SDK is loaded.
 await startTracing('merx-gateway').catch((error: unknown) => exitOnStartFailure('gateway', error));
 let throttleSettings;
+let grpcConnections;
 try {
   throttleSettings = throttleSettingsFromEnv(process.env);
+  grpcConnections = grpcConnectionSettingsFromEnv(process.env);
 } catch (error) {
   process.stderr.write(`gateway: configuration error: ${(error as Error).message}\n`);
   process.exit(78);
@@ -125,6 +128,7 @@ const gateway = await startGateway({
   grpc: {
     port: config.GRPC_PORT,
     upstreams: { catalog: config.MERX_CATALOG_GRPC, merchants: config.MERX_MERCHANTS_GRPC, webhooks: config.MERX_WEBHOOKS_GRPC },
+    connections: grpcConnections,
   },
 }).catch((error: unknown) => exitOnStartFailure('gateway', error));
 const admin = await startAdminServer({

@@ -18,6 +18,7 @@ import {
 } from '@merx/kit';
 import { canonicalPath } from './canonical-path.js';
 import { apiReferenceRoutes, loadApiReference, type ApiReference } from './docs.js';
+import type { GrpcConnectionSettings } from './grpc/connections.js';
 import { startGrpcEdge, type RunningGrpcEdge } from './grpc/edge.js';
 import { createUpstream, proxyTo, type InProcessService, type Upstream } from './proxy.js';
 import { resolveRoute, routeTable } from './routes.js';
@@ -50,7 +51,7 @@ export interface GatewayDeps {
   port: number;
   host?: string;
   /** The public gRPC port and the internal gRPC address (`host:port`) of each service that owns a gRPC service; absent serves HTTP alone (component tests). */
-  grpc?: { port: number; upstreams: { catalog: string; merchants: string; webhooks: string } };
+  grpc?: { port: number; upstreams: { catalog: string; merchants: string; webhooks: string }; connections?: GrpcConnectionSettings };
 }
 
 export interface RunningGateway extends RunningServer {
@@ -147,6 +148,8 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
         port: deps.grpc.port,
         ...(deps.host ? { host: deps.host } : {}),
         ...(throttle ? { throttle } : {}),
+        ...(deps.grpc.connections ? { connections: deps.grpc.connections } : {}),
+        ...(deps.trustedProxies ? { trustedProxies: deps.trustedProxies } : {}),
       });
   } catch (error) {
     await server.close();

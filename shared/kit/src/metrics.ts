@@ -44,6 +44,20 @@ export const busRetried = new client.Counter({
   registers: [metricsRegistry],
 });
 
+/** The gateway's public gRPC port: connections open now, and those it closed itself, by why. */
+export const grpcConnectionsOpen = new client.Gauge({
+  name: 'merx_grpc_connections',
+  help: 'Connections open on the public gRPC port',
+  registers: [metricsRegistry],
+});
+
+export const grpcConnectionsClosed = new client.Counter({
+  name: 'merx_grpc_connections_closed_total',
+  help: 'Connections the public gRPC port closed itself, by reason (capacity, per_address, unauthenticated, too_many_pings)',
+  labelNames: ['reason'] as const,
+  registers: [metricsRegistry],
+});
+
 export const outboxBacklog = new client.Gauge({
   name: 'merx_outbox_backlog',
   help: 'Outbox rows seen waiting for publication at the last relay pass',

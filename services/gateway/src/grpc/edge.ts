@@ -21,13 +21,13 @@ import {
   GRPC_MAX_MESSAGE_BYTES,
   newId,
   RateLimited,
-  startGrpcServer,
   type AccessClaims,
   type Logger,
   type RunningGrpcServer,
   type TokenVerifier,
 } from '@merx/kit';
 import type { Throttle } from '../throttle/limiter.js';
+import { DEFAULT_GRPC_CONNECTION_SETTINGS, GrpcConnectionGuard, grpcServerOptionsOf, listenGrpc, type GrpcConnectionSettings } from './connections.js';
 import { Relay } from './relay.js';
 
 export interface GrpcEdgeDeps {
@@ -39,10 +39,16 @@ export interface GrpcEdgeDeps {
   throttle?: Throttle;
   port: number;
   host?: string;
+  /** How connections are bounded (idle, age, keepalive, pings, streams, the deadline to authenticate, caps); the defaults when absent. */
+  connections?: GrpcConnectionSettings;
+  /** Proxies in front (MERX_TRUSTED_PROXIES): each carries many clients, so the per-address connection cap spares them. */
+  trustedProxies?: readonly string[];
 }
 
 export interface RunningGrpcEdge extends RunningGrpcServer {
   health: HealthImplementation;
+  /** The connections of the public port, as the guard sees them. */
+  connections: GrpcConnectionGuard;
 }
 
 /** Metadata the owning service sees: the caller's, minus what only concerns this hop, plus our request id. */
@@ -108,8 +114,13 @@ export async function startGrpcEdge(deps: GrpcEdgeDeps): Promise<RunningGrpcEdge
   ) as Record<GrpcOwner, grpc.Client>;
   const identity = (bytes: Buffer) => bytes;
 
-  const admit = async (path: string, metadata: grpc.Metadata, write: boolean): Promise<AccessClaims> => {
-    const claims = await authenticateGrpcCall(deps.verifier, metadata, grpcMethodScopes[path]!);
+  const settings = deps.connections ?? DEFAULT_GRPC_CONNECTION_SETTINGS;
+  const guard = new GrpcConnectionGuard(settings, { logger, ...(deps.trustedProxies ? { trustedProxies: deps.trustedProxies } : {}) });
+
+  const admit = async (path: string, call: Pick<grpc.ServerUnaryCall<Buffer, Buffer>, 'metadata' | 'getPeer'>, write: boolean): Promise<AccessClaims> => {
+    const claims = await authenticateGrpcCall(deps.verifier, call.metadata, grpcMethodScopes[path]!);
+    // A valid token: the connection is a client's, not one that never authenticates.
+    guard.authenticated(call.getPeer());
     if (throttle) {
       const decision = await throttle.merchantCall(claims.merchantId, claims.plan, write);
       if (!decision.allowed) throw new RateLimited(decision.refusedBy!, decision.retryAfterSeconds);
@@ -160,7 +171,7 @@ export async function startGrpcEdge(deps: GrpcEdgeDeps): Promise<RunningGrpcEdge
         const batched = grpcBulkMethods.has(path) && throttle !== undefined;
         implementation[method.name] = ((call: grpc.ServerUnaryCall<Buffer, Buffer>, callback: grpc.sendUnaryData<Buffer>) => {
           const requestId = newId('req');
-          admit(path, call.metadata, writes)
+          admit(path, call, writes)
             .then((claims) => (batched ? chargeBatch(path, claims, call) : undefined))
             .then(
               () => {
@@ -183,7 +194,7 @@ export async function startGrpcEdge(deps: GrpcEdgeDeps): Promise<RunningGrpcEdge
         const capped = path === EVENT_STREAM_PATH && throttle !== undefined;
         implementation[method.name] = ((call: grpc.ServerWritableStream<Buffer, Buffer>) => {
           const requestId = newId('req');
-          admit(path, call.metadata, writes)
+          admit(path, call, writes)
             .then((claims) => (capped ? throttle.openEventStream(claims.merchantId, claims.plan) : undefined))
             .then(
               (slot) => {
@@ -213,7 +224,7 @@ export async function startGrpcEdge(deps: GrpcEdgeDeps): Promise<RunningGrpcEdge
           const requestId = newId('req');
           call.on('error', () => undefined);
           // Until the token is checked nothing is read: the client's messages wait in flow control.
-          admit(path, call.metadata, writes).then(
+          admit(path, call, writes).then(
             (claims) => {
               if (call.cancelled) return;
               const upstream = client.makeBidiStreamRequest(path, identity, identity, forwardedMetadata(call.metadata, requestId), optionsOf(call));
@@ -274,21 +285,35 @@ export async function startGrpcEdge(deps: GrpcEdgeDeps): Promise<RunningGrpcEdge
     ...Object.fromEntries(Object.values(grpcServices).map((service) => [service.typeName, 'SERVING'])),
   });
   const reflection = new ReflectionService({ merx: { fileDescriptorProtos: fileDescriptorProtos(grpcFiles) } } as never);
-  const running = await startGrpcServer({
-    port: deps.port,
-    ...(deps.host ? { host: deps.host } : {}),
-    services,
-    configure(server) {
-      health.addToServer(server);
-      reflection.addToServer(server);
-    },
-  });
+  const server = new grpc.Server(grpcServerOptionsOf(settings));
+  for (const { definition, implementation } of services) server.addService(definition, implementation);
+  health.addToServer(server);
+  reflection.addToServer(server);
+  const host = deps.host ?? '127.0.0.1';
+  const listener = await listenGrpc(server, guard, { host, port: deps.port, logger });
   return {
-    ...running,
+    server,
+    port: listener.port,
+    address: `${host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host}:${listener.port}`,
     health,
+    connections: guard,
     async stop() {
       for (const name of ['', ...Object.values(grpcServices).map((service) => service.typeName)]) health.setStatus(name, 'NOT_SERVING');
-      await running.stop();
+      // No new connections; those open get a GOAWAY, calls in flight a moment to finish, and streams that never end (StreamEvents) are cut.
+      const closed = listener.close();
+      await new Promise<void>((resolve) => {
+        const force = setTimeout(() => {
+          server.forceShutdown();
+          resolve();
+        }, 2_000);
+        force.unref();
+        server.tryShutdown(() => {
+          clearTimeout(force);
+          resolve();
+        });
+      });
+      guard.destroyAll();
+      await closed;
       for (const client of Object.values(clients)) client.close();
     },
   };
