@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { AmqpBus, busRetryPolicyFromEnv, createLogger, newSecretKeyEntry, type Logger, type MerxEvent } from '@merx/kit';
 import { removeDeploymentFromBroker, startEmbedded, startLocalCluster, type ClusterService, type LocalCluster, type ServiceProcess } from '@merx/embedded';
-import { purgeThrottleState, throttleSettingsFromEnv } from '@merx/gateway';
+import { grpcConnectionSettingsFromEnv, purgeThrottleState, throttleSettingsFromEnv } from '@merx/gateway';
 import { merchantsSettingsFromEnv } from '@merx/merchants';
 import { signInThrottleFromEnv } from '@merx/oauth';
 import { webhookSettingsFromEnv } from '@merx/webhooks';
@@ -87,8 +87,15 @@ export const E2E_THROTTLE_ENV = {
     '{"sandbox":{"burst":{"capacity":1000,"refill_per_second":500},"writes":{"capacity":1000,"refill_per_second":500},"sensitive":{"limit":100,"window_seconds":60}}}',
   MERX_THROTTLE_TOKEN_ENDPOINT: '{"limit":10,"window_seconds":2}',
   // Roomy enough that loading 10,000 products is not paced; the pacing test lowers it per run.
-  MERX_THROTTLE_BULK: '{"sandbox":100000}',
+  // Standard merchants get a small bulk class: the neighbours test's merchant on a small budget.
+  MERX_THROTTLE_BULK: '{"sandbox":100000,"standard":200}',
 };
+
+/**
+ * The public gRPC port of every e2e stack (both modes): a connection that authenticates nothing
+ * is closed after 3 s rather than 10, so the neighbours test sees its attack end quickly.
+ */
+export const E2E_GRPC_ENV = { MERX_GRPC_AUTH_DEADLINE_MS: '3000' };
 
 /**
  * Delivery engine settings of every e2e stack (both modes): retries within seconds so retry and
@@ -128,6 +135,7 @@ async function startEmbeddedStack(): Promise<Stack> {
     port: 0,
     logger: quietLogger(),
     throttle: throttleSettingsFromEnv(E2E_THROTTLE_ENV),
+    grpcConnections: grpcConnectionSettingsFromEnv(E2E_GRPC_ENV),
     signInThrottle: signInThrottleFromEnv(E2E_SIGNIN_ENV),
     webhooks: webhookSettingsFromEnv(E2E_WEBHOOK_ENV),
     merchants: merchantsSettingsFromEnv(E2E_WEBHOOK_ENV),
@@ -209,7 +217,7 @@ export async function startDistributedStack(): Promise<Stack> {
       gatewayPort: 0,
       logDir: path.join(tmpdir(), `merx-${deployment}`),
       logLevel: process.env.LOG_LEVEL ?? 'warn',
-      env: { MERX_DB_POOL_SIZE: '5', ...E2E_THROTTLE_ENV, ...E2E_WEBHOOK_ENV, ...E2E_SIGNIN_ENV, ...E2E_BUS_ENV },
+      env: { MERX_DB_POOL_SIZE: '5', ...E2E_THROTTLE_ENV, ...E2E_GRPC_ENV, ...E2E_WEBHOOK_ENV, ...E2E_SIGNIN_ENV, ...E2E_BUS_ENV },
       serviceEnv: {
         oauth: viaProxy('oauth'),
         catalog: viaProxy('catalog'),
