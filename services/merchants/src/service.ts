@@ -32,6 +32,7 @@ import { merchantProfileUseCases } from './usecases/merchant-profile.js';
 import type { MerchantLookup } from './upstream/oauth-merchants.js';
 import { recordUseCases } from './usecases/records.js';
 import { connectionKind, destinationKind, ruleKind, sourceKind } from './usecases/resource-kinds.js';
+import { RoutingQueue } from './usecases/routing-queue.js';
 import { recordRouting } from './usecases/routing.js';
 import { sandboxUseCases } from './usecases/sandbox.js';
 
@@ -69,8 +70,8 @@ export interface RunningMerchants extends RunningService {
 export async function startMerchants(deps: MerchantsDeps): Promise<RunningMerchants> {
   const { db, logger, settings } = deps;
   installSecretKeyRing(deps.secretKeys);
-  // Two workers: while one is replaced after a rule ran out of time, the other keeps routing.
-  const runner = new RuleRunner({ timeoutMs: settings.ruleTimeoutMs, poolSize: 2 });
+  const runner = new RuleRunner({ timeoutMs: settings.ruleTimeoutMs, poolSize: settings.ruleWorkers, fairShare: settings.ruleFairShare });
+  let routingQueue: RoutingQueue | undefined;
   let handlers: Parameters<typeof consumeMerchantsEvents>[2] | undefined;
   const service = await startService({
     name: 'merchants',
@@ -112,8 +113,16 @@ export async function startMerchants(deps: MerchantsDeps): Promise<RunningMercha
       mountRouter(koa, configurationRoutes({ path: 'rules', topic: 'rules' }, resources.rules, deps.verifier, db));
       mountRouter(koa, configurationRoutes({ path: 'connections', topic: 'connections' }, resources.connections, deps.verifier, db));
       mountRouter(koa, sandboxRoutes(sandbox, deps.verifier, db));
+      const routingLogger = logger.child({ component: 'routing' });
+      routingQueue = new RoutingQueue({
+        db,
+        logger: routingLogger,
+        route: recordRouting({ db, outbox, runner, logger: routingLogger }),
+        maxPendingPerMerchant: settings.maxRoutingPendingPerMerchant,
+      });
+      const queue = routingQueue;
       handlers = {
-        routeRecordEvents: recordRouting({ db, outbox, runner, logger: logger.child({ component: 'routing' }) }),
+        routeRecordEvent: (event) => queue.submit(event),
         resetMerchantData: sandbox.resetMerchantData,
         recordServiceReport: sandbox.recordServiceReport,
         applyEngineDisable: engineDisabledDestinations({ outbox }),
@@ -133,6 +142,7 @@ export async function startMerchants(deps: MerchantsDeps): Promise<RunningMercha
     throw error;
   }
   const consumer = await consumeMerchantsEvents(deps.bus, db, handlers!);
+  routingQueue!.start();
   return {
     ...service,
     consumer,
@@ -140,6 +150,7 @@ export async function startMerchants(deps: MerchantsDeps): Promise<RunningMercha
     async stop() {
       await grpc.stop();
       await consumer.close();
+      await routingQueue!.stop();
       await service.stop();
       await runner.close();
     },

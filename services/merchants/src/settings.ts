@@ -1,4 +1,5 @@
 import { configFields, distributedServiceConfig, loadConfig, z } from '@merx/kit';
+import { defaultFairShareLimits, defaultPoolSize, MAX_POOL_SIZE, type FairShareLimits } from './domain/rules/index.js';
 
 /** How the merchants service behaves; validated before it opens a port. */
 export interface MerchantsSettings {
@@ -7,6 +8,12 @@ export interface MerchantsSettings {
   allowedPrivateHosts: string[];
   /** One connection's rules on one record may take this long before the record is not routed. */
   ruleTimeoutMs: number;
+  /** Worker threads that run rules. */
+  ruleWorkers: number;
+  /** How the rule workers are shared between merchants. */
+  ruleFairShare: FairShareLimits;
+  /** Record events one merchant may have waiting for or in routing in one process; the rest wait in the routing backlog. */
+  maxRoutingPendingPerMerchant: number;
 }
 
 const flag = (fallback: boolean) =>
@@ -28,13 +35,27 @@ export const merchantsSettingsSchema = (defaults: { allowPrivate: boolean }) =>
           .filter(Boolean),
       ),
     MERX_RULE_TIMEOUT_MS: configFields.positiveInt(100),
+    // Absent: one per core (at least 2); then one fewer than that per merchant.
+    MERX_ROUTING_WORKERS: z.coerce.number().int().min(1).max(MAX_POOL_SIZE).optional(),
+    MERX_ROUTING_MAX_RUNNING_PER_MERCHANT: z.coerce.number().int().positive().optional(),
+    MERX_ROUTING_WORKER_MS_PER_SECOND: configFields.positiveInt(500),
+    MERX_ROUTING_WORKER_BURST_MS: configFields.positiveInt(2_000),
+    MERX_ROUTING_MAX_PENDING_PER_MERCHANT: configFields.positiveInt(128),
   });
 
 export function toMerchantsSettings(config: z.infer<ReturnType<typeof merchantsSettingsSchema>>): MerchantsSettings {
+  const ruleWorkers = config.MERX_ROUTING_WORKERS ?? defaultPoolSize();
   return {
     allowPrivateAddresses: config.MERX_WEBHOOK_ALLOW_PRIVATE,
     allowedPrivateHosts: config.MERX_WEBHOOK_ALLOWED_PRIVATE_HOSTS,
     ruleTimeoutMs: config.MERX_RULE_TIMEOUT_MS,
+    ruleWorkers,
+    ruleFairShare: {
+      maxRunningPerMerchant: Math.min(ruleWorkers, config.MERX_ROUTING_MAX_RUNNING_PER_MERCHANT ?? defaultFairShareLimits(ruleWorkers).maxRunningPerMerchant),
+      workerMsPerSecond: config.MERX_ROUTING_WORKER_MS_PER_SECOND,
+      burstMs: config.MERX_ROUTING_WORKER_BURST_MS,
+    },
+    maxRoutingPendingPerMerchant: config.MERX_ROUTING_MAX_PENDING_PER_MERCHANT,
   };
 }
 

@@ -3,6 +3,7 @@ import { buildEvent, createLogger, MemoryBus, newId, runWithContext, type MerxEv
 import { HandledDeliveries } from '@merx/kit/testing';
 import { RuleRunner } from '../src/domain/rules/index.js';
 import { consumeMerchantsEvents, MERCHANTS_QUEUE } from '../src/events/consumer.js';
+import { RoutingQueue } from '../src/usecases/routing-queue.js';
 import { recordRouting } from '../src/usecases/routing.js';
 import { MERCHANTS_SCHEMA } from '../src/store/migrations.js';
 import { databases, order, useHarness, type MerchantsClient } from './harness.js';
@@ -138,11 +139,17 @@ for (const { name, embedded } of databases) {
       const runner = new RuleRunner({ timeoutMs: 5000 });
       const route = recordRouting({ db: harness().db, outbox: harness().service.outbox, runner, logger: createLogger('merchants', 'silent') });
       const batches: string[][] = [];
-      const consumer = await consumeMerchantsEvents(handled.watch(bus), harness().db, {
-        async routeRecordEvents(merchantId, events) {
+      const queue = new RoutingQueue({
+        db: harness().db,
+        logger: createLogger('merchants', 'silent'),
+        maxPendingPerMerchant: 128,
+        async route(merchantId, events, parked) {
           batches.push(events.map((event) => event.id));
-          await route(merchantId, events);
+          await route(merchantId, events, parked);
         },
+      });
+      const consumer = await consumeMerchantsEvents(handled.watch(bus), harness().db, {
+        routeRecordEvent: (event) => queue.submit(event),
         resetMerchantData: notInThisTest,
         recordServiceReport: notInThisTest,
         applyEngineDisable: notInThisTest,

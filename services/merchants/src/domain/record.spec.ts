@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { createContractValidator, openApiDocument, recordDataFields, recordTypes } from '@merx/contracts';
-import { recordDataChecks, validateRecord } from './record.js';
+import { ingestedRecordOfEvent, recordDataChecks, recordEvent, recordEventWithoutData, validateRecord, withRecordData } from './record.js';
 
 const contract = createContractValidator();
 const at = '2026-11-22T10:04:05.123Z';
@@ -82,5 +82,39 @@ describe('record inputs: the server and the OpenAPI document agree', () => {
   it('names every field of a rejected record as a path relative to it', () => {
     const { errors } = validateRecord(record('order', { total: 'x', line_items: [{}, 1] }, { external_id: '' }));
     assert.deepEqual(errors.map((error) => error.field).sort(), ['data.line_items[1]', 'data.total', 'external_id']);
+  });
+});
+
+describe('record events without their data (the routing backlog)', () => {
+  const ingested = (type: 'order' | 'alert', data: Record<string, unknown>) => ({
+    id: 'rec_01jd3k7q8m2x4v6b9c0d1e2f3g',
+    merchantId: 'mch_01jd3k7q8m2x4v6b9c0d1e2f3g',
+    sourceId: 'src_01jd3k7q8m2x4v6b9c0d1e2f3g',
+    type,
+    external_id: 'X-1',
+    occurred_at: at,
+    data,
+    eventId: 'evt_01jd3k7q8m2x4v6b9c0d1e2f3g',
+    receivedAt: new Date(at),
+  });
+
+  for (const [type, data] of [
+    ['order', { total: 12, items: [1, 2, 3] }],
+    ['alert', { message: 'Budget exhausted', severity: 'critical' }],
+  ] as const) {
+    it(`takes the data out of ${type === 'order' ? 'an order' : "an alert's record"} and puts it back as it was`, () => {
+      const { topic, object } = recordEvent(ingested(type, data));
+      const event = { id: 'evt_1', topic, merchant_id: 'mch_1', data: { object } };
+      const original = structuredClone(event);
+      const thin = recordEventWithoutData(event)!;
+      assert.equal(thin.recordId, 'rec_01jd3k7q8m2x4v6b9c0d1e2f3g');
+      assert.equal(ingestedRecordOfEvent(topic, thin.event.data.object)!.data, null);
+      assert.deepEqual(withRecordData(thin.event, { ...data }), original);
+      assert.deepEqual(event, original, 'the event itself is left as it was');
+    });
+  }
+
+  it('has nothing to take out of an event without an ingested record', () => {
+    assert.equal(recordEventWithoutData({ topic: 'system_alerts.raised', data: { object: { object: 'system_alert', record: null } } }), undefined);
   });
 });

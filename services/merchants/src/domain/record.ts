@@ -152,3 +152,24 @@ export function ingestedRecordOfEvent(topic: string, object: Record<string, unkn
   const record = candidate as IngestedRecordResource;
   return record.object === 'record' && typeof record.source_id === 'string' ? record : undefined;
 }
+
+/**
+ * A record event with the record's `data` taken out (null), and the record's id: what the
+ * routing backlog keeps, since the records table already holds the data, often the bulk of the
+ * event. Undefined for an event that carries no ingested record.
+ */
+export function recordEventWithoutData<E extends { topic: string; data: { object: Record<string, unknown> } }>(
+  event: E,
+): { event: E; recordId: string } | undefined {
+  const record = ingestedRecordOfEvent(event.topic, event.data.object);
+  if (!record) return undefined;
+  return { event: withRecordData(event, null), recordId: record.id };
+}
+
+/** The event with its record's `data` set to `data`; nothing else of it changes, and neither does the original. */
+export function withRecordData<E extends { topic: string; data: { object: Record<string, unknown> } }>(event: E, data: Record<string, unknown> | null): E {
+  const { object } = event.data;
+  const replaced =
+    event.topic === 'system_alerts.raised' ? { ...object, record: { ...(object.record as Record<string, unknown>), data } } : { ...object, data };
+  return { ...event, data: { ...event.data, object: replaced } };
+}

@@ -168,4 +168,31 @@ export const merchantsMigrations: Migration[] = [
         ADD CONSTRAINT merchants_profile_known CHECK (profile_version = 0 OR (name IS NOT NULL AND default_currency IS NOT NULL AND timezone IS NOT NULL));
     `,
   },
+  {
+    id: '003_routing_backlog',
+    // Record events a merchant sent beyond what it may have waiting for the rule workers: taken
+    // off the bus (so they hold none of its prefetch, which every merchant shares) and routed
+    // from here in their turn, oldest first (seq). A replica claims a few at a time by lease,
+    // renewed while it routes them, so a dead replica's claims pass to the others. A row goes in
+    // the transaction that records its routings.
+    sql: `
+      CREATE TABLE {{schema}}.routing_backlog (
+        merchant_id text NOT NULL,
+        seq bigint GENERATED ALWAYS AS IDENTITY,
+        event_id text NOT NULL,
+        -- The event's JSON as it came off the bus, but for the record's data, which is read back
+        -- from the record (record_id) when the event is routed: parking costs a few hundred bytes
+        -- an event, however large the records of a flood.
+        record_id text NOT NULL,
+        event text NOT NULL,
+        parked_at timestamptz NOT NULL DEFAULT now(),
+        -- Failed routings so far: each one puts the row back later (claimed_until) than the last.
+        attempts integer NOT NULL DEFAULT 0,
+        claimed_by text,
+        claimed_until timestamptz,
+        PRIMARY KEY (merchant_id, seq),
+        CONSTRAINT routing_backlog_once UNIQUE (merchant_id, event_id)
+      );
+    `,
+  },
 ];

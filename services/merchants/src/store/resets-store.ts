@@ -74,13 +74,15 @@ export interface WipedDestination {
 export async function wipeMerchantData(tx: Queryable, merchantId: MerchantId): Promise<{ removed: Record<string, number>; destinations: WipedDestination[] }> {
   const removed: Record<string, number> = {};
   let destinations: WipedDestination[] = [];
-  for (const table of ['routings', 'records', 'connections', 'rules', 'destinations', 'sources']) {
+  // Record events still waiting to be routed go with the records: routing them after the reset
+  // would give routes to records that no longer exist.
+  for (const table of ['routing_backlog', 'routings', 'records', 'connections', 'rules', 'destinations', 'sources']) {
     const result = await tx.query<WipedDestination>(
       `DELETE FROM ${MERCHANTS_SCHEMA}.${table} WHERE merchant_id = $1${table === 'destinations' ? ' RETURNING id, version' : ''}`,
       [merchantId],
     );
     if (table === 'destinations') destinations = result.rows.map((row) => ({ id: row.id, version: Number(row.version) }));
-    if (table !== 'routings') removed[table] = result.rowCount ?? 0;
+    if (table !== 'routings' && table !== 'routing_backlog') removed[table] = result.rowCount ?? 0;
   }
   return { removed, destinations };
 }

@@ -6,6 +6,7 @@ import type { RuleFields } from '../domain/rule.js';
 import type { RoutingDecision, RuleForRouting, RuleRunner } from '../domain/rules/index.js';
 import { inCauseContext } from '../events/cause-context.js';
 import { insertRoutingsForMerchant, type StoredRouting } from '../store/records-store.js';
+import { deleteParkedEventsForMerchant } from '../store/routing-backlog-store.js';
 import { findResourcesForMerchant } from '../store/resource-table.js';
 import { RULES, routingConnectionsForMerchant } from '../store/tables.js';
 import { MERCHANTS_SCHEMA } from '../store/migrations.js';
@@ -74,7 +75,7 @@ export function recordRouting({ db, outbox, runner, logger }: { db: Db; outbox: 
         const decisions: RoutedRecordEvent['decisions'] = [];
         for (const connection of connections.get(pairKey(record.source_id, event.topic))!) {
           const ordered = connection.fields.rule_ids.map((id) => rules.get(id)).filter((rule): rule is RuleForRouting => rule !== undefined);
-          const decision = await runner.route({
+          const decision = await runner.route(merchantId, {
             eventType: event.topic,
             record: { type: record.type, external_id: record.external_id, occurred_at: record.occurred_at, source_id: record.source_id, data: record.data },
             rules: ordered,
@@ -121,14 +122,18 @@ export function recordRouting({ db, outbox, runner, logger }: { db: Db; outbox: 
     });
   }
 
-  return async function routeRecordEventsOfMerchant(merchantId: string, events: MerxEvent[]): Promise<void> {
+  /** `parked`: the ids of those that came from the routing backlog, whose rows go with their routings. */
+  return async function routeRecordEventsOfMerchant(merchantId: string, events: MerxEvent[], parked: string[] = []): Promise<void> {
+    const tenant = trustedMerchantId(merchantId);
     const recordEvents = events.flatMap((event) => {
       const record = ingestedRecordOfEvent(event.topic, event.data.object as Record<string, unknown>);
       // A platform alert, not an ingested record: nothing to route.
       return record ? [{ event, record }] : [];
     });
-    if (recordEvents.length === 0) return;
-    const tenant = trustedMerchantId(merchantId);
+    if (recordEvents.length === 0) {
+      if (parked.length > 0) await db.transaction((tx) => deleteParkedEventsForMerchant(tx, tenant, parked));
+      return;
+    }
     const decided = await decide(tenant, recordEvents);
     const routedAt = new Date().toISOString();
     await outbox.transaction(async (tx, emit) => {
@@ -147,6 +152,7 @@ export function recordRouting({ db, outbox, runner, logger }: { db: Db; outbox: 
         else routings.push(...routingsOf(routed, tenant, routedAt, emit));
       }
       await insertRoutingsForMerchant(tx, tenant, routings);
+      await deleteParkedEventsForMerchant(tx, tenant, parked);
     });
   };
 }

@@ -3,6 +3,8 @@ import type { RoutingDecision, RoutingJob } from './types.js';
 import type { RoutingRequest, RuleWorkerReply } from './worker-protocol.js';
 
 export interface PendingRouting {
+  /** Whose share of worker time the job uses. */
+  merchantId: string;
   job: RoutingJob;
   resolve(decision: RoutingDecision): void;
   reject(error: Error): void;
@@ -11,6 +13,10 @@ export interface PendingRouting {
 export interface SlotListener {
   /** The slot's worker is ready and has no job. */
   onIdle(): void;
+  /** A job left its worker (answered, timed out or crashed it) after using `workerMs` of its time; before it settles. */
+  onJobEnded(pending: PendingRouting, workerMs: number): void;
+  /** The worker a job of `merchantId` cost (it timed out or crashed) took `startMs` to replace. */
+  onReplaced(merchantId: string, startMs: number): void;
   /** The worker died before it was ready; the slot stays stopped until started again. */
   onStartFailure(error: Error): void;
 }
@@ -35,9 +41,11 @@ export function notRoutedDecision(reason: string): RoutingDecision {
 export class RuleWorkerSlot {
   #worker: Worker | null = null;
   #ready = false;
-  #running: { id: number; pending: PendingRouting; timer: NodeJS.Timeout } | null = null;
+  #running: { id: number; pending: PendingRouting; timer: NodeJS.Timeout; startedAt: number } | null = null;
   #nextId = 1;
   #closed = false;
+  /** While the worker replaces one a job cost: whose job, and since when. */
+  #replacing: { merchantId: string; since: number } | null = null;
 
   constructor(
     private readonly timeoutMs: number,
@@ -46,6 +54,11 @@ export class RuleWorkerSlot {
 
   get started(): boolean {
     return this.#worker !== null;
+  }
+
+  /** Running a job now. */
+  get busy(): boolean {
+    return this.#running !== null;
   }
 
   get idle(): boolean {
@@ -77,10 +90,11 @@ export class RuleWorkerSlot {
     try {
       worker.postMessage({ id, job: pending.job } satisfies RoutingRequest);
     } catch (error) {
+      this.listener.onJobEnded(pending, 0);
       pending.reject(error instanceof Error ? error : new Error(String(error)));
       return;
     }
-    this.#running = { id, pending, timer: setTimeout(() => this.#onTimeout(), this.timeoutMs) };
+    this.#running = { id, pending, timer: setTimeout(() => this.#onTimeout(), this.timeoutMs), startedAt: performance.now() };
     worker.ref();
   }
 
@@ -93,7 +107,7 @@ export class RuleWorkerSlot {
     if (worker) await worker.terminate();
   }
 
-  #takeRunning(): { pending: PendingRouting } | null {
+  #takeRunning(): { pending: PendingRouting; startedAt: number } | null {
     const running = this.#running;
     if (running) clearTimeout(running.timer);
     this.#running = null;
@@ -103,6 +117,9 @@ export class RuleWorkerSlot {
   #onReply(reply: RuleWorkerReply): void {
     if (reply.kind === 'ready') {
       this.#ready = true;
+      const replaced = this.#replacing;
+      this.#replacing = null;
+      if (replaced) this.listener.onReplaced(replaced.merchantId, performance.now() - replaced.since);
       // An idle worker must not keep the process alive; a busy one does, until it answers.
       this.#worker?.unref();
       this.listener.onIdle();
@@ -111,6 +128,7 @@ export class RuleWorkerSlot {
     if (this.#running?.id !== reply.id) return;
     const { pending } = this.#takeRunning()!;
     this.#worker?.unref();
+    this.listener.onJobEnded(pending, reply.workerMs);
     if (reply.kind === 'decision') pending.resolve(reply.decision);
     else pending.reject(new Error(`routing failed in the rule worker: ${reply.message}`));
     this.listener.onIdle();
@@ -119,7 +137,8 @@ export class RuleWorkerSlot {
   #onTimeout(): void {
     const running = this.#takeRunning();
     if (!running) return;
-    this.#replaceWorker();
+    this.#replaceWorker(running.pending.merchantId);
+    this.listener.onJobEnded(running.pending, this.timeoutMs);
     running.pending.resolve(notRoutedDecision(`rule evaluation exceeded ${this.timeoutMs} ms; the record was not routed`));
   }
 
@@ -131,7 +150,8 @@ export class RuleWorkerSlot {
       this.listener.onStartFailure(error);
       return;
     }
-    this.#replaceWorker();
+    this.#replaceWorker(running?.pending.merchantId);
+    if (running) this.listener.onJobEnded(running.pending, performance.now() - running.startedAt);
     running?.pending.resolve(notRoutedDecision(`rule evaluation failed (${error.message}); the record was not routed`));
   }
 
@@ -142,8 +162,10 @@ export class RuleWorkerSlot {
     void worker?.terminate();
   }
 
-  #replaceWorker(): void {
+  /** Starting a worker costs a core for a while (loading and warming cel-js): the merchant whose job made it necessary pays for it. */
+  #replaceWorker(costOf?: string): void {
     this.#discardWorker();
+    this.#replacing = costOf === undefined ? null : { merchantId: costOf, since: performance.now() };
     this.start();
   }
 }
