@@ -116,6 +116,9 @@ export const E2E_WEBHOOK_ENV = {
   // can miss on a machine whose cores the suite shares, and still far below what the slow-rule
   // test's nine million pairs need.
   MERX_RULE_TIMEOUT_MS: '500',
+  // Few record events per merchant in memory, so the neighbours test's flood is mostly parked in
+  // the routing backlog and routed from there (the default, 128, takes the whole flood in memory).
+  MERX_ROUTING_MAX_PENDING_PER_MERCHANT: '8',
 };
 
 /**
