@@ -1,0 +1,123 @@
+import assert from 'node:assert/strict';
+import { call, createMerchant, eventually, sharedStack, type Stack } from '../src/harness/index.js';
+import {
+  allowEventStreams,
+  databaseStatementRate,
+  describeLatencies,
+  eventStreamsOpen,
+  StreamsAttack,
+  timeMerchantReads,
+} from '../src/harness/neighbours/streams.js';
+
+/**
+ * Issue 29, event streams: merchant B holds 1,000 StreamEvents calls open (its cap raised by the
+ * operator, as the gateway allows), and nothing happens on them. The database must not work
+ * harder for 1,000 open streams than for one (statements per second within 10 %), and merchant
+ * A's GET /api/v1/merchant must keep its quiet latency, measured in the same run.
+ *
+ * The bound on A is p99 under attack ≤ max(2 × quiet p99, quiet p99 + 50 ms), and under 1 s: a
+ * quiet p99 of a few milliseconds doubles with one garbage collection or a busy core alone.
+ * Statements are every process's merx_db_statements_total, summed: the whole stack's load on its
+ * database, each window 20 s (the idle stack has jobs every few tens of seconds), with nothing
+ * else asked of the stack.
+ */
+
+const STREAMS = 1_000;
+const SAMPLES = 200;
+const WINDOW_MS = 20_000;
+const WAVE = 100;
+
+describe('neighbours on event streams: B holds 1,000 StreamEvents calls open', () => {
+  let stack: Stack;
+  const attacks: StreamsAttack[] = [];
+
+  before(async function () {
+    this.timeout(90_000);
+    stack = await sharedStack();
+  });
+  afterEach(async function () {
+    this.timeout(60_000);
+    for (const attack of attacks.splice(0)) attack.close();
+    await eventually(
+      () => eventStreamsOpen(stack),
+      (open) => open === 0,
+      'every stream of the attack closed at the webhooks service',
+      30_000,
+      200,
+    );
+  });
+
+  it("costs the database no more with 1,000 open streams than with one, and leaves A's latency within 2× of quiet", async function () {
+    this.timeout(300_000);
+    const [a, b] = [await createMerchant(stack), await createMerchant(stack)];
+    await allowEventStreams(stack, b, STREAMS);
+    const openBefore = await eventStreamsOpen(stack);
+
+    // A warm start (connections, caches, plans), then A alone.
+    await timeMerchantReads(stack, a, 20);
+    const quiet = await timeMerchantReads(stack, a, SAMPLES);
+
+    const attack = StreamsAttack.start(stack, b);
+    attacks.push(attack);
+    attack.open(1);
+    const streamsOpen = (count: number) =>
+      eventually(
+        async () => {
+          attack.check();
+          return eventStreamsOpen(stack);
+        },
+        (open) => open === openBefore + count,
+        `${count} streams of B open at the webhooks service`,
+        60_000,
+        200,
+      );
+    await streamsOpen(1);
+    const oneStream = await databaseStatementRate(stack, WINDOW_MS);
+    // In waves, as a client pool would open them: a thousand at once would be a test of the gateway's limiter store.
+    for (let open = 1; open < STREAMS;) {
+      const wave = Math.min(WAVE, STREAMS - open);
+      attack.open(wave);
+      open += wave;
+      await streamsOpen(open);
+    }
+    const thousandStreams = await databaseStatementRate(stack, WINDOW_MS);
+    const attacked = await timeMerchantReads(stack, a, SAMPLES);
+    attack.check();
+
+    // The streams are live: one product of B reaches every one of them.
+    const product = await call(stack, 'POST', '/api/v1/products', {
+      token: b.token,
+      body: { sku: `NB-STREAMS-${Date.now()}`, title: 'One for every stream', price: '1.00', currency: 'EUR' },
+    });
+    assert.equal(product.status, 201, product.text);
+    const event = await stack.events.waitFor((e) => e.topic === 'products.created' && (e.data.object as { id?: string }).id === product.body.id, 20_000);
+    await eventually(
+      async () => {
+        attack.check();
+        return attack.receivedBy(event.id);
+      },
+      (count) => count === STREAMS,
+      `B's products.created on all ${STREAMS} streams`,
+      60_000,
+      200,
+    );
+    assert.equal(attack.received, STREAMS, 'each stream received that one event, once');
+
+    const allowed = Math.min(1_000, Math.max(2 * quiet.p99, quiet.p99 + 50));
+    console.log(
+      [
+        `      database statements/s (${stack.mode}): ${oneStream.perSecond.toFixed(1)} with 1 stream of B, ${thousandStreams.perSecond.toFixed(1)} with ${STREAMS}`,
+        `      A's GET /api/v1/merchant quiet:    ${describeLatencies(quiet)}`,
+        `      A's GET /api/v1/merchant attacked: ${describeLatencies(attacked)} (allowed p99 ${allowed.toFixed(1)} ms)`,
+      ].join('\n'),
+    );
+    assert.ok(
+      thousandStreams.perSecond <= oneStream.perSecond * 1.1,
+      `${thousandStreams.perSecond.toFixed(1)} statements/s with ${STREAMS} streams, ${oneStream.perSecond.toFixed(1)} with one: more than 10 % apart`,
+    );
+    assert.ok(
+      attacked.p99 <= allowed,
+      `A's p99 under attack is ${attacked.p99.toFixed(1)} ms; quiet it was ${quiet.p99.toFixed(1)} ms, so at most ${allowed.toFixed(1)} ms is allowed`,
+    );
+  });
+});

@@ -1,0 +1,193 @@
+import { create } from '@bufbuild/protobuf';
+import { EventService, StreamEventsRequestSchema, type StreamEventsResponse } from '@merx/contracts/grpc';
+import { grpc, grpcServiceDefinitionOf } from '@merx/kit';
+import { call, type TestMerchant } from '../client.js';
+import { bearer } from '../grpc.js';
+import type { AdminService, Stack } from '../stack.js';
+
+/**
+ * Neighbours on StreamEvents (issue 29): merchant B holds many StreamEvents calls open while the
+ * database load and merchant A's latency are measured. The helpers serve the end-to-end test and
+ * a bench alike.
+ */
+
+const ADMIN_SERVICES: AdminService[] = ['gateway', 'oauth', 'catalog', 'audit', 'webhooks', 'merchants', 'console'];
+
+/** The sum of every sample of a counter or gauge in a Prometheus text exposition. */
+function metricSum(text: string, name: string): number {
+  let sum = 0;
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(name) || (line[name.length] !== ' ' && line[name.length] !== '{')) continue;
+    sum += Number(line.slice(line.lastIndexOf(' ') + 1));
+  }
+  return sum;
+}
+
+/** A metric summed over every process of the stack (one admin listener embedded, one per service distributed). */
+async function stackMetric(stack: Stack, name: string, services: AdminService[] = ADMIN_SERVICES): Promise<number> {
+  const urls = [...new Set(services.map((service) => stack.adminUrl(service)))];
+  const texts = await Promise.all(urls.map(async (url) => (await fetch(`${url}/metrics`)).text()));
+  return texts.reduce((sum, text) => sum + metricSum(text, name), 0);
+}
+
+/** Statements the stack's processes have sent to the database so far (merx_db_statements_total, every process). */
+export function databaseStatements(stack: Stack): Promise<number> {
+  return stackMetric(stack, 'merx_db_statements_total');
+}
+
+export interface StatementRate {
+  statements: number;
+  seconds: number;
+  perSecond: number;
+}
+
+/** Statements per second the whole stack sends to its database over `ms`. */
+export async function databaseStatementRate(stack: Stack, ms: number): Promise<StatementRate> {
+  const before = await databaseStatements(stack);
+  const started = performance.now();
+  await new Promise((resolve) => setTimeout(resolve, ms));
+  const statements = (await databaseStatements(stack)) - before;
+  const seconds = (performance.now() - started) / 1000;
+  return { statements, seconds, perSecond: statements / seconds };
+}
+
+/** StreamEvents calls the webhooks service holds open now (merx_event_streams_open). */
+export function eventStreamsOpen(stack: Stack): Promise<number> {
+  return stackMetric(stack, 'merx_event_streams_open', ['webhooks']);
+}
+
+/** Lets one merchant hold `concurrent` StreamEvents calls at once: the operator's throttle override. */
+export async function allowEventStreams(stack: Stack, merchant: TestMerchant, concurrent: number): Promise<void> {
+  const set = await call(stack, 'PUT', `/admin/v1/merchants/${merchant.merchantId}/throttle`, {
+    headers: { authorization: `Bearer ${stack.operatorToken}` },
+    body: { event_streams: { concurrent } },
+  });
+  if (set.status !== 200) throw new Error(`the throttle override was refused: ${set.status} ${set.text}`);
+}
+
+export interface StreamsAttackOptions {
+  /** Client connections the streams are spread over (the edge caps the streams of one connection). */
+  connections?: number;
+  /** How long a stream refused with RESOURCE_EXHAUSTED (an override the gateway has not learnt yet) is retried. */
+  refusedForMs?: number;
+}
+
+interface HeldStream {
+  call: grpc.ClientReadableStream<StreamEventsResponse> | undefined;
+  ids: Set<string>;
+  /** Until when a refusal for the cap is taken for an override not yet known everywhere. */
+  retryUntil: number;
+}
+
+/**
+ * One merchant's StreamEvents calls, held open through the public gRPC port with real grpc-js
+ * clients until `close`: the streams of the attack. A stream the gateway refuses for its cap is
+ * opened again until `refusedForMs` has passed (the override travels as an event); any other
+ * error ends the attack with that error.
+ */
+export class StreamsAttack {
+  private readonly streams: HeldStream[] = [];
+  private readonly clients: grpc.Client[];
+  private failure: Error | undefined;
+  private closed = false;
+
+  private constructor(
+    stack: Stack,
+    readonly merchant: TestMerchant,
+    private readonly options: StreamsAttackOptions,
+  ) {
+    const Client = grpc.makeGenericClientConstructor(grpcServiceDefinitionOf(EventService), EventService.typeName);
+    // A pool of their own per client: otherwise grpc-js shares one connection between identical clients.
+    this.clients = Array.from(
+      { length: options.connections ?? 10 },
+      () => new Client(stack.grpcAddress, grpc.credentials.createInsecure(), { 'grpc.use_local_subchannel_pool': 1 }),
+    );
+  }
+
+  static start(stack: Stack, merchant: TestMerchant, options: StreamsAttackOptions = {}): StreamsAttack {
+    return new StreamsAttack(stack, merchant, options);
+  }
+
+  /** Opens `count` more streams. */
+  open(count: number): void {
+    for (let i = 0; i < count; i++) {
+      const stream: HeldStream = { call: undefined, ids: new Set(), retryUntil: Date.now() + (this.options.refusedForMs ?? 15_000) };
+      this.streams.push(stream);
+      this.connect(stream, this.streams.length - 1);
+    }
+  }
+
+  get size(): number {
+    return this.streams.length;
+  }
+
+  /** Throws what ended a stream other than the client or a refusal for the cap. */
+  check(): void {
+    if (this.failure) throw this.failure;
+  }
+
+  /** Streams that have received the event. */
+  receivedBy(eventId: string): number {
+    return this.streams.filter((stream) => stream.ids.has(eventId)).length;
+  }
+
+  /** Events received over every stream, counting each stream's own. */
+  get received(): number {
+    return this.streams.reduce((sum, stream) => sum + stream.ids.size, 0);
+  }
+
+  close(): void {
+    this.closed = true;
+    for (const stream of this.streams) stream.call?.cancel();
+    for (const client of this.clients) client.close();
+  }
+
+  private connect(stream: HeldStream, index: number): void {
+    if (this.closed) return;
+    const client = this.clients[index % this.clients.length] as grpc.Client & Record<string, any>;
+    // No cursor: each follows from the present, as a consumer that only wants what happens next.
+    const request = create(StreamEventsRequestSchema, { topics: index % 2 === 0 ? ['products'] : [] });
+    const call: grpc.ClientReadableStream<StreamEventsResponse> = client.StreamEvents(request, bearer(this.merchant.token));
+    stream.call = call;
+    call.on('data', (message: StreamEventsResponse) => stream.ids.add(message.event!.id));
+    call.on('error', (error: grpc.ServiceError) => {
+      if (this.closed || error.code === grpc.status.CANCELLED) return;
+      if (error.code === grpc.status.RESOURCE_EXHAUSTED && Date.now() < stream.retryUntil) {
+        setTimeout(() => this.connect(stream, index), 100);
+        return;
+      }
+      this.failure ??= new Error(`a stream of the attack ended: ${grpc.status[error.code]} ${error.details}`);
+    });
+  }
+}
+
+/** Latency figures of one side of a neighbours comparison, in milliseconds. */
+export interface Latencies {
+  samples: number;
+  p50: number;
+  p99: number;
+  max: number;
+}
+
+/** Nearest-rank percentiles: with 200 samples the p99 is the second slowest. */
+export function latencies(samples: readonly number[]): Latencies {
+  const sorted = [...samples].sort((a, b) => a - b);
+  const at = (fraction: number) => sorted[Math.min(sorted.length - 1, Math.ceil(fraction * sorted.length) - 1)]!;
+  return { samples: sorted.length, p50: at(0.5), p99: at(0.99), max: sorted.at(-1)! };
+}
+
+/** A merchant's `GET /api/v1/merchant`, `count` times one after another, each timed from request to the last byte. */
+export async function timeMerchantReads(stack: Stack, merchant: TestMerchant, count: number): Promise<Latencies> {
+  const samples: number[] = [];
+  for (let i = 0; i < count; i++) {
+    const started = performance.now();
+    const response = await fetch(`${stack.baseUrl}/api/v1/merchant`, { headers: { authorization: `Bearer ${merchant.token}` } });
+    await response.arrayBuffer();
+    samples.push(performance.now() - started);
+    if (response.status !== 200) throw new Error(`GET /api/v1/merchant answered ${response.status} for merchant ${merchant.merchantId}`);
+  }
+  return latencies(samples);
+}
+
+export const describeLatencies = (figures: Latencies) =>
+  `p50 ${figures.p50.toFixed(1)} ms, p99 ${figures.p99.toFixed(1)} ms, max ${figures.max.toFixed(1)} ms over ${figures.samples}`;
