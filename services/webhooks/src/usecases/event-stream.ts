@@ -75,6 +75,7 @@ export function eventStreamUseCase({
     function* yieldNew(events: ArrivedEvent[]): Generator<StoredEvent> {
       const oldest = notBefore();
       for (const event of events) {
+        if (signal.aborted) return;
         if (event.id <= initial || sent.has(event.id) || event.createdAt < oldest) continue;
         sent.set(event.id, event.receivedAt.getTime());
         yield event;
@@ -103,10 +104,8 @@ export function eventStreamUseCase({
         if (beforeJoining && covered >= beforeJoining.whileBelow) return;
         const page = await readPage();
         pagesRead += 1;
-        for (const event of yieldNew(page.events)) {
-          if (signal.aborted) return;
-          yield event;
-        }
+        yield* yieldNew(page.events);
+        if (signal.aborted) return;
         covered = page.next;
         if (!page.full || signal.aborted) return;
         if (beforeJoining) forget(Math.min(lateSince!, tail.position.arrivedSince), tail.position.releasedUpTo);
@@ -124,10 +123,7 @@ export function eventStreamUseCase({
           notBefore: notBefore(),
           limit: timing.pageSize,
         });
-        for (const event of yieldNew(events)) {
-          if (signal.aborted) return;
-          yield event;
-        }
+        yield* yieldNew(events);
         if (events.length < timing.pageSize || signal.aborted) return;
         after = events.at(-1)!.id;
       }
