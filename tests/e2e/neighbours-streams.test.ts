@@ -5,6 +5,7 @@ import {
   databaseStatementRate,
   describeLatencies,
   eventStreamsOpen,
+  steadyDatabase,
   StreamsAttack,
   timeMerchantReads,
 } from '../src/harness/neighbours/streams.js';
@@ -53,8 +54,9 @@ describe('neighbours on event streams: B holds 1,000 StreamEvents calls open', (
     await allowEventStreams(stack, b, STREAMS);
     const openBefore = await eventStreamsOpen(stack);
 
-    // A warm start (connections, caches, plans), then A alone.
+    // A warm start (connections, caches, plans), nothing left over from earlier tests, then A alone.
     await timeMerchantReads(stack, a, 20);
+    await steadyDatabase(stack);
     const quiet = await timeMerchantReads(stack, a, SAMPLES);
 
     const attack = StreamsAttack.start(stack, b);
@@ -71,20 +73,26 @@ describe('neighbours on event streams: B holds 1,000 StreamEvents calls open', (
         60_000,
         200,
       );
+    // In waves, as a client pool would open them: a thousand at once would be a test of the gateway's limiter store.
+    const openUpTo = async (total: number) => {
+      while (attack.size < total) {
+        attack.open(Math.min(WAVE, total - attack.size));
+        await streamsOpen(attack.size);
+      }
+    };
     await streamsOpen(1);
     const oneStream = await databaseStatementRate(stack, WINDOW_MS);
-    // In waves, as a client pool would open them: a thousand at once would be a test of the gateway's limiter store.
-    for (let open = 1; open < STREAMS;) {
-      const wave = Math.min(WAVE, STREAMS - open);
-      attack.open(wave);
-      open += wave;
-      await streamsOpen(open);
-    }
+    await openUpTo(STREAMS);
     const thousandStreams = await databaseStatementRate(stack, WINDOW_MS);
     const attacked = await timeMerchantReads(stack, a, SAMPLES);
     attack.check();
+    // The single stream once more, after: a drift of the stack's own work shows on both sides of the 1,000.
+    attack.closeAllBut(1);
+    await streamsOpen(1);
+    const oneStreamAfter = await databaseStatementRate(stack, WINDOW_MS);
 
     // The streams are live: one product of B reaches every one of them.
+    await openUpTo(STREAMS);
     const product = await call(stack, 'POST', '/api/v1/products', {
       token: b.token,
       body: { sku: `NB-STREAMS-${Date.now()}`, title: 'One for every stream', price: '1.00', currency: 'EUR' },
@@ -106,14 +114,16 @@ describe('neighbours on event streams: B holds 1,000 StreamEvents calls open', (
     const allowed = Math.min(1_000, Math.max(2 * quiet.p99, quiet.p99 + 50));
     console.log(
       [
-        `      database statements/s (${stack.mode}): ${oneStream.perSecond.toFixed(1)} with 1 stream of B, ${thousandStreams.perSecond.toFixed(1)} with ${STREAMS}`,
+        `      database statements/s (${stack.mode}): ${oneStream.perSecond.toFixed(1)} with 1 stream of B, ${thousandStreams.perSecond.toFixed(1)} with ${STREAMS}, ` +
+          `${oneStreamAfter.perSecond.toFixed(1)} with 1 again`,
         `      A's GET /api/v1/merchant quiet:    ${describeLatencies(quiet)}`,
         `      A's GET /api/v1/merchant attacked: ${describeLatencies(attacked)} (allowed p99 ${allowed.toFixed(1)} ms)`,
       ].join('\n'),
     );
+    const oneStreamRate = Math.max(oneStream.perSecond, oneStreamAfter.perSecond);
     assert.ok(
-      thousandStreams.perSecond <= oneStream.perSecond * 1.1,
-      `${thousandStreams.perSecond.toFixed(1)} statements/s with ${STREAMS} streams, ${oneStream.perSecond.toFixed(1)} with one: more than 10 % apart`,
+      thousandStreams.perSecond <= oneStreamRate * 1.1,
+      `${thousandStreams.perSecond.toFixed(1)} statements/s with ${STREAMS} streams, ${oneStreamRate.toFixed(1)} with one: more than 10 % apart`,
     );
     assert.ok(
       attacked.p99 <= allowed,

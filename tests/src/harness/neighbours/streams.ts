@@ -51,6 +51,22 @@ export async function databaseStatementRate(stack: Stack, ms: number): Promise<S
   return { statements, seconds, perSecond: statements / seconds };
 }
 
+/**
+ * Waits until the stack's statement rate is steady: two windows of `windowMs` in a row within
+ * `within` of each other. Work earlier tests left behind (retries, backlogs being drained) would
+ * otherwise weigh on one side of a comparison and not the other.
+ */
+export async function steadyDatabase(stack: Stack, { windowMs = 5_000, within = 0.1, timeoutMs = 120_000 } = {}): Promise<StatementRate> {
+  const deadline = Date.now() + timeoutMs;
+  let previous = await databaseStatementRate(stack, windowMs);
+  for (;;) {
+    const next = await databaseStatementRate(stack, windowMs);
+    if (Math.abs(next.perSecond - previous.perSecond) <= within * Math.max(next.perSecond, previous.perSecond)) return next;
+    if (Date.now() > deadline) throw new Error(`the database never settled: ${previous.perSecond.toFixed(1)}, then ${next.perSecond.toFixed(1)} statements/s`);
+    previous = next;
+  }
+}
+
 /** StreamEvents calls the webhooks service holds open now (merx_event_streams_open). */
 export function eventStreamsOpen(stack: Stack): Promise<number> {
   return stackMetric(stack, 'merx_event_streams_open', ['webhooks']);
@@ -77,6 +93,7 @@ interface HeldStream {
   ids: Set<string>;
   /** Until when a refusal for the cap is taken for an override not yet known everywhere. */
   retryUntil: number;
+  ended: boolean;
 }
 
 /**
@@ -111,7 +128,7 @@ export class StreamsAttack {
   /** Opens `count` more streams. */
   open(count: number): void {
     for (let i = 0; i < count; i++) {
-      const stream: HeldStream = { call: undefined, ids: new Set(), retryUntil: Date.now() + (this.options.refusedForMs ?? 15_000) };
+      const stream: HeldStream = { call: undefined, ids: new Set(), retryUntil: Date.now() + (this.options.refusedForMs ?? 15_000), ended: false };
       this.streams.push(stream);
       this.connect(stream, this.streams.length - 1);
     }
@@ -136,6 +153,14 @@ export class StreamsAttack {
     return this.streams.reduce((sum, stream) => sum + stream.ids.size, 0);
   }
 
+  /** Ends the streams opened last, keeping the first `keep`. */
+  closeAllBut(keep: number): void {
+    for (const stream of this.streams.splice(keep)) {
+      stream.ended = true;
+      stream.call?.cancel();
+    }
+  }
+
   close(): void {
     this.closed = true;
     for (const stream of this.streams) stream.call?.cancel();
@@ -143,7 +168,7 @@ export class StreamsAttack {
   }
 
   private connect(stream: HeldStream, index: number): void {
-    if (this.closed) return;
+    if (this.closed || stream.ended) return;
     const client = this.clients[index % this.clients.length] as grpc.Client & Record<string, any>;
     // No cursor: each follows from the present, as a consumer that only wants what happens next.
     const request = create(StreamEventsRequestSchema, { topics: index % 2 === 0 ? ['products'] : [] });
@@ -151,7 +176,7 @@ export class StreamsAttack {
     stream.call = call;
     call.on('data', (message: StreamEventsResponse) => stream.ids.add(message.event!.id));
     call.on('error', (error: grpc.ServiceError) => {
-      if (this.closed || error.code === grpc.status.CANCELLED) return;
+      if (this.closed || stream.ended || error.code === grpc.status.CANCELLED) return;
       if (error.code === grpc.status.RESOURCE_EXHAUSTED && Date.now() < stream.retryUntil) {
         setTimeout(() => this.connect(stream, index), 100);
         return;
