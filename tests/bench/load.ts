@@ -239,6 +239,7 @@ export function createProductRequest(path: string, token: string): autocannon.Re
   };
 }
 
-export function getRequest(path: string, token?: string): autocannon.RequestSpec {
-  return { method: 'GET', path, headers: token ? { authorization: `Bearer ${token}` } : {} };
+/** `extraHeaders`: the gateway's credential, for a GET straight to a service's own port. */
+export function getRequest(path: string, token?: string, extraHeaders: Record<string, string> = {}): autocannon.RequestSpec {
+  return { method: 'GET', path, headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...extraHeaders } };
 }

@@ -46,6 +46,8 @@ export interface RunningMode {
   databaseName?: string;
   /** Embedded mode: the admin listener (/metrics), where the in-process bus's counters are read. */
   adminUrl?: string;
+  /** MERX_SERVICE_TOKEN: the services' own ports answer their API only with it (the direct GET scenario sends it). */
+  serviceToken: string;
   stop(): Promise<void>;
 }
 
@@ -124,6 +126,7 @@ export async function startEmbeddedMode(extraEnv: Record<string, string> = {}): 
   const port = await freePort();
   // a known admin port rather than an ephemeral one: the POST scenario reads the bus counters there
   const adminPort = await freePort();
+  const serviceToken = randomBytes(32).toString('base64url');
   const {
     child,
     exited,
@@ -135,6 +138,7 @@ export async function startEmbeddedMode(extraEnv: Record<string, string> = {}): 
     GRPC_PORT: '0',
     ADMIN_PORT: String(adminPort),
     LOG_LEVEL: 'warn',
+    MERX_SERVICE_TOKEN: serviceToken,
     ...extraEnv,
   });
   const stop = async () => {
@@ -159,6 +163,7 @@ export async function startEmbeddedMode(extraEnv: Record<string, string> = {}): 
       operatorToken: credentials.operator_token,
       apiKey: credentials.api_key,
       adminUrl: `http://127.0.0.1:${adminPort}`,
+      serviceToken,
       processes: { merx: child.pid! },
       logs: { merx: logFile },
       stop,
@@ -222,6 +227,7 @@ export async function startDistributedMode(
     operatorToken,
     deployment,
     catalogUrl: cluster.processes.catalog.url,
+    serviceToken: cluster.serviceToken,
     databaseUrl: database.url,
     databaseName: database.name,
     processes: Object.fromEntries(services.map((service) => [service.name, service.child.pid!])),

@@ -3,6 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, loadavg } from 'node:os';
 import path from 'node:path';
+import { GATEWAY_CREDENTIAL_HEADER } from '@merx/kit';
 import { call, createMerchant, issueToken } from '../src/harness/client.js';
 import { repoRoot, tail } from '../src/harness/distributed.js';
 import type { Stack } from '../src/harness/stack.js';
@@ -130,6 +131,9 @@ async function createProduct(mode: RunningMode, token: string): Promise<string> 
   return response.body.id as string;
 }
 
+/** A service's own port answers its API only to the gateway's credential: the direct scenario presents it as the gateway does. */
+const vouched = (mode: RunningMode) => ({ [GATEWAY_CREDENTIAL_HEADER]: mode.serviceToken });
+
 /** The embedded catalog listens on an ephemeral port: the one of the process's ports that serves the product. */
 async function findEmbeddedCatalog(mode: RunningMode, productPath: string, token: string): Promise<string | undefined> {
   const gatewayPort = Number(new URL(mode.gatewayUrl).port);
@@ -141,7 +145,7 @@ async function findEmbeddedCatalog(mode: RunningMode, productPath: string, token
   }
   for (const port of ports.filter((candidate) => candidate !== gatewayPort)) {
     const url = `http://127.0.0.1:${port}`;
-    const response = await fetch(`${url}${productPath}`, { headers: { authorization: `Bearer ${token}` } }).catch(() => undefined);
+    const response = await fetch(`${url}${productPath}`, { headers: { authorization: `Bearer ${token}`, ...vouched(mode) } }).catch(() => undefined);
     const text = (await response?.text()) ?? '';
     if (response?.status === 200 && text.includes(productPath.split('/').pop()!)) return url;
   }
@@ -208,7 +212,11 @@ async function benchMode(name: 'embedded' | 'distributed', results: Measurement[
         mode.logs,
       );
     if (scenarios.has('direct') && catalogUrl) {
-      await measured({ ...base, name: SCENARIOS.getDirect, url: catalogUrl, expectStatus: 200, request: getRequest(productPath, token) }, results, mode.logs);
+      await measured(
+        { ...base, name: SCENARIOS.getDirect, url: catalogUrl, expectStatus: 200, request: getRequest(productPath, token, vouched(mode)) },
+        results,
+        mode.logs,
+      );
     } else if (scenarios.has('direct')) {
       skipped.push({ mode: name, name: SCENARIOS.getDirect, reason: 'the catalog port could not be found (needs /proc)' });
     }

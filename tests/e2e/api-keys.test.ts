@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { GATEWAY_CREDENTIAL_HEADER } from '@merx/kit';
 import { call, createMerchant, issueToken, sharedStack, type Stack, type TestMerchant } from '../src/harness/index.js';
 
 /** Asks the token endpoint and returns the raw answer, for the refusals issueToken would assert away. */
@@ -12,9 +13,14 @@ async function tokenAnswer(stack: Stack, apiKey: string): Promise<{ status: numb
   return { status: response.status, body: (await response.json()) as { error?: string } };
 }
 
-/** Straight to the service's own port: the gateway is not the only one who checks tokens. */
+/**
+ * Straight to the service's own port, vouched for as the gateway would: the gateway is not the
+ * only one who checks tokens.
+ */
 async function directStatus(stack: Stack, service: 'catalog' | 'oauth', path: string, token: string): Promise<{ status: number; body: any }> {
-  const response = await fetch(`${stack.directUrl(service)}${path}`, { headers: { authorization: `Bearer ${token}` } });
+  const response = await fetch(`${stack.directUrl(service)}${path}`, {
+    headers: { authorization: `Bearer ${token}`, [GATEWAY_CREDENTIAL_HEADER]: stack.gatewayCredential },
+  });
   const text = await response.text();
   return { status: response.status, body: text ? JSON.parse(text) : undefined };
 }

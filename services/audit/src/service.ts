@@ -25,6 +25,8 @@ export const AUDIT_QUEUE = WORK_QUEUES.audit;
 export interface AuditDeps {
   /** `verify` when the deployment's migrate command owns the schema. */
   migrationMode?: MigrationMode;
+  /** The service credential (MERX_SERVICE_TOKEN): the API and gRPC then answer only calls through the gateway. Absent: anyone with a token (component tests). */
+  gatewayCredential?: string;
   db: Db;
   bus: Bus;
   logger: Logger;
@@ -50,6 +52,7 @@ export async function startAudit(deps: AuditDeps): Promise<RunningAudit> {
     schema: AUDIT_SCHEMA,
     migrations: auditMigrations,
     migrationMode: deps.migrationMode,
+    ...(deps.gatewayCredential ? { gatewayCredential: deps.gatewayCredential } : {}),
     db: deps.db,
     bus: deps.bus,
     logger: deps.logger,

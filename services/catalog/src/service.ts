@@ -23,6 +23,8 @@ import { sandboxResetUseCase } from './usecases/sandbox-reset.js';
 export interface CatalogDeps {
   /** `verify` when the deployment's migrate command owns the schema. */
   migrationMode?: MigrationMode;
+  /** The service credential (MERX_SERVICE_TOKEN): the API and gRPC then answer only calls through the gateway. Absent: anyone with a token (component tests). */
+  gatewayCredential?: string;
   db: Db;
   bus: Bus;
   logger: Logger;
@@ -48,6 +50,7 @@ export async function startCatalog(deps: CatalogDeps): Promise<RunningCatalog> {
     schema: CATALOG_SCHEMA,
     migrations: catalogMigrations,
     migrationMode: deps.migrationMode,
+    ...(deps.gatewayCredential ? { gatewayCredential: deps.gatewayCredential } : {}),
     db,
     bus: deps.bus,
     logger,
@@ -62,6 +65,7 @@ export async function startCatalog(deps: CatalogDeps): Promise<RunningCatalog> {
     grpc = await startGrpcServer({
       port: deps.grpcPort ?? 0,
       ...(deps.host ? { host: deps.host } : {}),
+      ...(deps.gatewayCredential ? { gatewayCredential: deps.gatewayCredential } : {}),
       services: [productGrpcService(bulkProductUseCases({ db, outbox: service.outbox }), deps.verifier, logger)],
     });
   } catch (error) {

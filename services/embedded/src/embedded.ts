@@ -77,6 +77,12 @@ export interface EmbeddedOptions {
   trustedProxies?: string[];
   /** MERX_SECRETS_KEYS when set: its first key seals; the key generated into the data directory keeps opening. */
   secretKeys?: SecretKeyRing;
+  /**
+   * MERX_SERVICE_TOKEN when set: the credential the gateway vouches with on each service's own
+   * ports (a benchmark that measures a service without the gateway presents it); a fresh one per
+   * start otherwise.
+   */
+  serviceToken?: string;
 }
 
 export interface RunningEmbedded {
@@ -86,6 +92,8 @@ export interface RunningEmbedded {
   /** The admin listener: /metrics and /readyz with every service's checks, details and degradations. */
   admin: RunningServer;
   credentials: DevCredentials;
+  /** The credential the gateway sends to the services' own ports (they refuse the API without it). */
+  serviceToken: string;
   /** True when this start created the sandbox merchant (first start). */
   firstStart: boolean;
   db: Db;
@@ -146,7 +154,7 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<RunningEm
     const verifier = () =>
       createJwksTokenVerifier({ jwksUrl: () => `${oauthUrl!}/oauth/jwks`, issuer: issuerOf(baseUrl), audience: API_AUDIENCE, revocations });
     // The gateway loads throttle overrides from oauth's internal routes, even in one process.
-    const serviceToken = newServiceToken();
+    const serviceToken = options.serviceToken ?? newServiceToken();
     const oauth = track(
       await startOauth({
         db,
@@ -159,6 +167,7 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<RunningEm
         operatorToken: secrets.operator_token,
         cookieSecret: secrets.cookie_secret,
         serviceToken,
+        gatewayCredential: serviceToken,
         console: { clientSecret: secrets.console_client_secret, redirectUri: consoleRedirectUri(baseUrl) },
         port: 0,
         ...(options.signInThrottle ? { signInThrottle: options.signInThrottle } : {}),
@@ -169,8 +178,13 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<RunningEm
       await startRevocationFeed({ list: revocations, bus, service: 'embedded', logger, load: revocationsFromStore(db, accessTokenTtlSeconds) }),
     );
     await revocationFeed.bootstrapped;
-    const catalog = track(await startCatalog({ db, bus, logger: logger.child({ service: 'catalog' }), verifier: verifier(), port: 0, grpcPort: 0 }));
-    const audit = track(await startAudit({ db, bus, logger: logger.child({ service: 'audit' }), verifier: verifier(), port: 0 }));
+    // Every service's own ports answer only calls the gateway vouches for: its throttle classes
+    // would otherwise be a loopback connection away from a valid token.
+    const gatewayCredential = serviceToken;
+    const catalog = track(
+      await startCatalog({ db, bus, logger: logger.child({ service: 'catalog' }), verifier: verifier(), port: 0, grpcPort: 0, gatewayCredential }),
+    );
+    const audit = track(await startAudit({ db, bus, logger: logger.child({ service: 'audit' }), verifier: verifier(), port: 0, gatewayCredential }));
     const webhooks = track(
       await startWebhooks({
         db,
@@ -180,6 +194,7 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<RunningEm
         port: 0,
         settings: options.webhooks ?? webhookSettingsFromEnv(process.env, { allowPrivate: true }),
         secretKeys,
+        gatewayCredential,
       }),
     );
     const merchants = track(
@@ -192,6 +207,7 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<RunningEm
         settings: options.merchants ?? merchantsSettingsFromEnv(process.env, { allowPrivate: true }),
         lookupMerchant: httpMerchantLookup(oauth.url, serviceToken),
         secretKeys,
+        gatewayCredential,
       }),
     );
     // One process owns this database: it converts what an older version left in plaintext, and
@@ -283,6 +299,7 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<RunningEm
       grpcUrl,
       admin,
       credentials: credentials!,
+      serviceToken,
       firstStart,
       db,
       bus,

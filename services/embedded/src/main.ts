@@ -33,6 +33,8 @@ const embeddedConfig = z.object({
   MERX_TRUSTED_PROXIES: configFields.trustedProxies,
   // Optional here: the first start generates a key into the data directory.
   MERX_SECRETS_KEYS: configFields.secretKeys.optional(),
+  // The credential the gateway vouches with on the services' own ports; a fresh one per start when absent.
+  MERX_SERVICE_TOKEN: configFields.secret("the credential the gateway presents to the services' own ports").optional(),
 });
 
 let config;
@@ -74,6 +76,7 @@ const merx = await startEmbedded({
   accessTokenTtlSeconds: config.MERX_ACCESS_TOKEN_TTL,
   trustedProxies: config.MERX_TRUSTED_PROXIES,
   ...(config.MERX_SECRETS_KEYS ? { secretKeys: config.MERX_SECRETS_KEYS } : {}),
+  ...(config.MERX_SERVICE_TOKEN ? { serviceToken: config.MERX_SERVICE_TOKEN } : {}),
   throttle,
   grpcConnections,
   signInThrottle,

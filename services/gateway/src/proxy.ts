@@ -3,12 +3,15 @@ import type { RequestListener, Server } from 'node:http';
 import { Pool, errors as undiciErrors, type Dispatcher } from 'undici';
 import { AnswerCutShort, exchange, type UpstreamAnswer } from './exchange.js';
 import { InProcessDispatcher } from './in-process.js';
-import { currentContext, inClientSpan, MAX_BODY_BYTES, readBoundedBody, TRACE_HEADERS, Unavailable } from '@merx/kit';
+import { currentContext, GATEWAY_CREDENTIAL_HEADER, inClientSpan, MAX_BODY_BYTES, readBoundedBody, TRACE_HEADERS, Unavailable } from '@merx/kit';
 
 /** RFC 9110 §7.6.1: meaningful only for one hop, never forwarded. */
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'host']);
-/** A client's trace headers stop at the edge: services join the gateway's trace, never one a caller names. */
-const NOT_FORWARDED = new Set<string>([...HOP_BY_HOP, ...TRACE_HEADERS]);
+/**
+ * A client's trace headers stop at the edge: services join the gateway's trace, never one a
+ * caller names. Nor does a client's own gateway credential go through: the gateway sets it.
+ */
+const NOT_FORWARDED = new Set<string>([...HOP_BY_HOP, ...TRACE_HEADERS, GATEWAY_CREDENTIAL_HEADER]);
 const NOT_COPIED_BACK = new Set([...HOP_BY_HOP, 'x-request-id', 'content-length']);
 const MAX_BUFFERED_BYTES = 1024 * 1024;
 
@@ -17,6 +20,8 @@ export interface Upstream {
   origin: string;
   /** A keep-alive pool to the service's port, or the service's own handler when it runs in this process. */
   dispatcher: Dispatcher;
+  /** The service credential, sent with every request: the service's API answers only the gateway. */
+  credential?: string;
 }
 
 /** A service running in this process (the embedded mode): its request listener and its server. */
@@ -25,10 +30,11 @@ export interface InProcessService {
   server: Server;
 }
 
-export function createUpstream(name: string, origin: string, inProcess?: InProcessService): Upstream {
+export function createUpstream(name: string, origin: string, inProcess?: InProcessService, credential?: string): Upstream {
   return {
     name,
     origin,
+    ...(credential ? { credential } : {}),
     dispatcher: inProcess
       ? new InProcessDispatcher(inProcess)
       : // Keep-alive connections to each service; pipelining stays off so one slow request never blocks another.
@@ -36,7 +42,7 @@ export function createUpstream(name: string, origin: string, inProcess?: InProce
   };
 }
 
-function forwardedHeaders(ctx: Context, requestId: string): Record<string, string> {
+function forwardedHeaders(ctx: Context, requestId: string, credential: string | undefined): Record<string, string> {
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(ctx.request.headers)) {
     if (value === undefined || NOT_FORWARDED.has(name) || name.startsWith('x-forwarded-')) continue;
@@ -47,6 +53,7 @@ function forwardedHeaders(ctx: Context, requestId: string): Record<string, strin
   headers['x-forwarded-for'] = currentContext()?.ip ?? ctx.ip;
   headers['x-forwarded-host'] = ctx.host;
   headers['x-forwarded-proto'] = ctx.protocol;
+  if (credential) headers[GATEWAY_CREDENTIAL_HEADER] = credential;
   return headers;
 }
 
@@ -61,7 +68,7 @@ function hasBody(ctx: Context): boolean {
 export async function proxyTo(upstream: Upstream, ctx: Context, requestId: string, body?: Buffer): Promise<void> {
   const payload = body ?? (hasBody(ctx) ? await readBoundedBody(ctx, MAX_BODY_BYTES) : null);
   let answer: UpstreamAnswer;
-  const headers = forwardedHeaders(ctx, requestId);
+  const headers = forwardedHeaders(ctx, requestId, upstream.credential);
   try {
     answer = await inClientSpan(upstream.name, ctx.method, `${upstream.origin}${ctx.url}`, headers, async (span) => {
       // API answers are small: read whole they skip Koa's stream piping, and a client that hangs

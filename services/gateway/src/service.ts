@@ -46,7 +46,10 @@ export interface GatewayDeps {
    * the client; empty trusts nobody and the socket's peer is the client.
    */
   trustedProxies?: string[];
-  /** Presented to the oauth service's internal routes (MERX_SERVICE_TOKEN). */
+  /**
+   * MERX_SERVICE_TOKEN: presented to the oauth service's internal routes, and sent with every
+   * forwarded request and gRPC call, whose services answer only calls the gateway vouches for.
+   */
   serviceToken: string;
   port: number;
   host?: string;
@@ -82,11 +85,12 @@ function servedDocument(publicUrl: string): string {
 /** The only public origin: request ids, token checks at the edge, routing, problem+json for whatever goes wrong. */
 export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
   const upstreams = {
-    oauth: createUpstream('oauth', deps.upstreams.oauth, deps.inProcessUpstreams?.oauth),
-    catalog: createUpstream('catalog', deps.upstreams.catalog, deps.inProcessUpstreams?.catalog),
-    audit: createUpstream('audit', deps.upstreams.audit, deps.inProcessUpstreams?.audit),
-    webhooks: createUpstream('webhooks', deps.upstreams.webhooks, deps.inProcessUpstreams?.webhooks),
-    merchants: createUpstream('merchants', deps.upstreams.merchants, deps.inProcessUpstreams?.merchants),
+    // The service credential vouches for every forwarded request: the services' APIs answer the gateway only.
+    oauth: createUpstream('oauth', deps.upstreams.oauth, deps.inProcessUpstreams?.oauth, deps.serviceToken),
+    catalog: createUpstream('catalog', deps.upstreams.catalog, deps.inProcessUpstreams?.catalog, deps.serviceToken),
+    audit: createUpstream('audit', deps.upstreams.audit, deps.inProcessUpstreams?.audit, deps.serviceToken),
+    webhooks: createUpstream('webhooks', deps.upstreams.webhooks, deps.inProcessUpstreams?.webhooks, deps.serviceToken),
+    merchants: createUpstream('merchants', deps.upstreams.merchants, deps.inProcessUpstreams?.merchants, deps.serviceToken),
     ...(deps.upstreams.console ? { console: createUpstream('console', deps.upstreams.console, deps.inProcessUpstreams?.console) } : {}),
   };
   const table = routeTable(upstreams);
@@ -150,6 +154,7 @@ export async function startGateway(deps: GatewayDeps): Promise<RunningGateway> {
         ...(throttle ? { throttle } : {}),
         ...(deps.grpc.connections ? { connections: deps.grpc.connections } : {}),
         ...(deps.trustedProxies ? { trustedProxies: deps.trustedProxies } : {}),
+        gatewayCredential: deps.serviceToken,
       });
   } catch (error) {
     await server.close();

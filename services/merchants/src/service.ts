@@ -39,6 +39,8 @@ import { sandboxUseCases } from './usecases/sandbox.js';
 export interface MerchantsDeps {
   /** `verify` when the deployment's migrate command owns the schema. */
   migrationMode?: MigrationMode;
+  /** The service credential (MERX_SERVICE_TOKEN): the API and gRPC then answer only calls through the gateway. Absent: anyone with a token (component tests). */
+  gatewayCredential?: string;
   db: Db;
   bus: Bus;
   logger: Logger;
@@ -78,6 +80,7 @@ export async function startMerchants(deps: MerchantsDeps): Promise<RunningMercha
     schema: MERCHANTS_SCHEMA,
     migrations: merchantsMigrations,
     migrationMode: deps.migrationMode,
+    ...(deps.gatewayCredential ? { gatewayCredential: deps.gatewayCredential } : {}),
     db,
     bus: deps.bus,
     logger,
@@ -134,6 +137,7 @@ export async function startMerchants(deps: MerchantsDeps): Promise<RunningMercha
     grpc = await startGrpcServer({
       port: deps.grpcPort ?? 0,
       ...(deps.host ? { host: deps.host } : {}),
+      ...(deps.gatewayCredential ? { gatewayCredential: deps.gatewayCredential } : {}),
       services: [recordGrpcService(recordUseCases({ db, outbox: service.outbox }), deps.verifier, logger)],
     });
   } catch (error) {

@@ -58,6 +58,7 @@ const oauth = await startOauth({
   accessTokenTtlSeconds: config.MERX_ACCESS_TOKEN_TTL,
   operatorToken: config.MERX_OPERATOR_TOKEN,
   serviceToken: config.MERX_SERVICE_TOKEN,
+  gatewayCredential: infrastructure.gatewayCredential,
   cookieSecret: config.MERX_COOKIE_SECRET,
   verifier: infrastructure.verifier,
   readiness: infrastructure.readiness,

@@ -37,6 +37,8 @@ import { revocationsFromStore } from './usecases/revocations.js';
 export interface OauthDeps {
   /** `verify` when the deployment's migrate command owns the schema. */
   migrationMode?: MigrationMode;
+  /** The service credential (MERX_SERVICE_TOKEN): the API and gRPC then answer only calls through the gateway. Absent: anyone with a token (component tests). */
+  gatewayCredential?: string;
   db: Db;
   bus: Bus;
   logger: Logger;
@@ -138,6 +140,7 @@ export async function startOauth(deps: OauthDeps): Promise<RunningOauth> {
     schema: OAUTH_SCHEMA,
     migrations: oauthMigrations,
     migrationMode: deps.migrationMode,
+    ...(deps.gatewayCredential ? { gatewayCredential: deps.gatewayCredential } : {}),
     db,
     bus: deps.bus,
     logger,

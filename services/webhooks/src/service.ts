@@ -40,6 +40,8 @@ export const WEBHOOKS_QUEUE = WORK_QUEUES.webhooks;
 export interface WebhooksDeps {
   /** `verify` when the deployment's migrate command owns the schema. */
   migrationMode?: MigrationMode;
+  /** The service credential (MERX_SERVICE_TOKEN): the API and gRPC then answer only calls through the gateway. Absent: anyone with a token (component tests). */
+  gatewayCredential?: string;
   db: Db;
   bus: Bus;
   logger: Logger;
@@ -97,6 +99,7 @@ export async function startWebhooks(deps: WebhooksDeps): Promise<RunningWebhooks
     schema: WEBHOOKS_SCHEMA,
     migrations: webhooksMigrations,
     migrationMode: deps.migrationMode,
+    ...(deps.gatewayCredential ? { gatewayCredential: deps.gatewayCredential } : {}),
     db,
     bus: deps.bus,
     logger,
@@ -147,6 +150,7 @@ export async function startWebhooks(deps: WebhooksDeps): Promise<RunningWebhooks
     grpc = await startGrpcServer({
       port: deps.grpcPort ?? 0,
       ...(deps.host ? { host: deps.host } : {}),
+      ...(deps.gatewayCredential ? { gatewayCredential: deps.gatewayCredential } : {}),
       services: [eventGrpcService(followEvents, deps.verifier, logger)],
     });
   } catch (error) {

@@ -16,6 +16,7 @@ import {
   type FieldError,
 } from './errors.js';
 import { newId } from './ids.js';
+import { GATEWAY_CREDENTIAL_HEADER, gatewayCredentialRefusal } from './service-credential.js';
 import type { Logger } from './logger.js';
 
 export { grpc };
@@ -198,6 +199,24 @@ export interface RunningGrpcServer {
   stop(): Promise<void>;
 }
 
+/**
+ * Refuses, UNAUTHENTICATED, a call whose metadata lacks the service credential under
+ * GATEWAY_CREDENTIAL_HEADER: a service's internal gRPC port answers the edge only, which
+ * authenticates, throttles and paces every call before forwarding it.
+ */
+export function gatewayOnlyInterceptor(token: string): grpc.ServerInterceptor {
+  return (_method, call) => {
+    const listener = new grpc.ServerListenerBuilder()
+      .withOnReceiveMetadata((metadata, next) => {
+        const refusal = gatewayCredentialRefusal(token, metadata.get(GATEWAY_CREDENTIAL_HEADER)[0]?.toString());
+        if (refusal) call.sendStatus({ code: grpc.status.UNAUTHENTICATED, details: refusal });
+        else next(metadata);
+      })
+      .build();
+    return new grpc.ServerInterceptingCall(call, new grpc.ResponderBuilder().withStart((next) => next(listener)).build());
+  };
+}
+
 /** Binds a gRPC server (plaintext: TLS ends in front of the edge, as for HTTP) and resolves once it listens. */
 export async function startGrpcServer(options: {
   host?: string;
@@ -206,9 +225,12 @@ export async function startGrpcServer(options: {
   serverOptions?: grpc.ServerOptions;
   /** Adds what is not a plain service (health checking, reflection) before the port opens. */
   configure?(server: grpc.Server): void;
+  /** The service credential: every call must then carry it (the edge's forwarded calls do), see gatewayOnlyInterceptor. */
+  gatewayCredential?: string;
 }): Promise<RunningGrpcServer> {
   const host = options.host ?? '127.0.0.1';
-  const server = new grpc.Server({ ...GRPC_SERVER_OPTIONS, ...options.serverOptions });
+  const interceptors = options.gatewayCredential ? [gatewayOnlyInterceptor(options.gatewayCredential)] : [];
+  const server = new grpc.Server({ ...GRPC_SERVER_OPTIONS, ...options.serverOptions, ...(interceptors.length > 0 ? { interceptors } : {}) });
   for (const { definition, implementation } of options.services) server.addService(definition, implementation);
   options.configure?.(server);
   const port = await new Promise<number>((resolve, reject) =>

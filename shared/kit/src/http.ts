@@ -5,6 +5,7 @@ import { isId, newId } from './ids.js';
 import type { Logger } from './logger.js';
 import { httpRequestDuration, readinessState } from './metrics.js';
 import { problemMiddleware } from './problem.js';
+import { requireGatewayCredential } from './service-credential.js';
 import { jsonBodyMiddleware } from './request-input.js';
 import { startServerSpan } from './tracing.js';
 
@@ -24,6 +25,8 @@ export interface ServiceAppOptions {
   routes(app: Koa): void;
   /** Mounts handlers that read the raw body themselves (oidc-provider's form posts) before JSON parsing. */
   beforeJsonBody?(app: Koa): void;
+  /** The service credential: the merchant and operator API then answer only calls the gateway vouches for. */
+  gatewayCredential?: string;
 }
 
 export interface RequestContextOptions {
@@ -150,6 +153,7 @@ export function createServiceApp(options: ServiceAppOptions): Koa {
   app.use(requestContextMiddleware(options.service, { logger: options.logger }));
   app.use(problemMiddleware(options.logger));
   app.use(healthRoutes(options.readiness ?? [], options.service));
+  if (options.gatewayCredential) app.use(requireGatewayCredential(options.gatewayCredential));
   options.beforeJsonBody?.(app);
   app.use(jsonBodyMiddleware());
   options.routes(app);

@@ -89,6 +89,8 @@ export interface Infrastructure {
   readiness: ReadinessCheck[];
   /** Whether this process migrates its schema at start or only checks it (MERX_MIGRATIONS). */
   migrationMode: MigrationMode;
+  /** MERX_SERVICE_TOKEN: the service's API and gRPC answer only calls the gateway vouches for with it. */
+  gatewayCredential: string;
   close(): Promise<void>;
 }
 
@@ -133,6 +135,7 @@ export async function connectDistributedInfrastructure(
     revocations,
     readiness: [feed.readiness],
     migrationMode: config.MERX_MIGRATIONS,
+    gatewayCredential: config.MERX_SERVICE_TOKEN,
     async close() {
       await feed.stop();
       await bus.close();

@@ -29,6 +29,8 @@ export interface ServiceDefinition {
   beforeJsonBody?(app: Koa, outbox: Outbox): void;
   maintenance?: MaintenanceTask[];
   readiness?: ReadinessCheck[];
+  /** The service credential (MERX_SERVICE_TOKEN): the API then answers only calls the gateway vouches for. */
+  gatewayCredential?: string;
 }
 
 export interface RunningService extends RunningServer {
@@ -68,6 +70,7 @@ export async function startService(definition: ServiceDefinition): Promise<Runni
     readiness,
     ...(definition.beforeJsonBody ? { beforeJsonBody: (koa: Koa) => definition.beforeJsonBody!(koa, outbox) } : {}),
     routes: (koa) => definition.routes(koa, outbox),
+    ...(definition.gatewayCredential ? { gatewayCredential: definition.gatewayCredential } : {}),
   });
   const server = await listen(app, definition.port, definition.host);
   relay.start();

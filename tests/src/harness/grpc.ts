@@ -3,11 +3,14 @@ import { BadRequestSchema, ErrorInfoSchema, EventService, ProductService, Record
 import { decodeGrpcStatusDetails, grpc, grpcServiceDefinitionOf } from '@merx/kit';
 import type { Stack } from './stack.js';
 
-/** A real @grpc/grpc-js client of each public service, on the stack's public gRPC port. */
-export function grpcClients(stack: Stack) {
+/**
+ * A real @grpc/grpc-js client of each public service, on the stack's public gRPC port (or, with
+ * `address`, on another: a service's own port, bypassing the edge).
+ */
+export function grpcClients(stack: Stack, address = stack.grpcAddress) {
   const make = (service: typeof ProductService | typeof RecordService | typeof EventService) => {
     const Client = grpc.makeGenericClientConstructor(grpcServiceDefinitionOf(service), service.typeName);
-    return new Client(stack.grpcAddress, grpc.credentials.createInsecure(), {
+    return new Client(address, grpc.credentials.createInsecure(), {
       'grpc.max_send_message_length': 16 * 1024 * 1024,
       // As the Node SDK's client: no retry buffer, so writes are paced by the server (sdks/node/src/grpc/runtime.ts).
       'grpc.enable_retries': 0,

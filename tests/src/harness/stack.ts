@@ -45,8 +45,15 @@ export interface Stack {
   deployment?: string;
   /** Distributed mode only: each service reaches RabbitMQ through its own proxy, so a test can cut its link. */
   brokerLinks: Record<string, TcpProxy>;
-  /** A service's own origin, bypassing the gateway (both modes): proves each service checks tokens itself. */
+  /**
+   * A service's own origin, bypassing the gateway (both modes): proves each service checks tokens
+   * itself. Its API answers only with the gateway's credential (`gatewayCredential`).
+   */
   directUrl(service: 'oauth' | 'catalog' | 'webhooks' | 'merchants'): string;
+  /** A service's own gRPC port (catalog, merchants, webhooks), bypassing the edge. */
+  directGrpcAddress(service: 'catalog' | 'merchants' | 'webhooks'): string;
+  /** The credential the gateway vouches with on the services' own ports (header and metadata `x-merx-gateway-credential`). */
+  gatewayCredential: string;
   /**
    * The admin listener that reports a service (/metrics, the detailed /readyz): its own process's
    * in the distributed mode, the one of the whole process in the embedded mode. Check names are
@@ -155,6 +162,8 @@ async function startEmbeddedStack(): Promise<Stack> {
     processes: {},
     brokerLinks: {},
     directUrl: (service) => merx[service].url,
+    directGrpcAddress: (service) => merx[service].grpc.address,
+    gatewayCredential: merx.serviceToken,
     adminUrl: () => merx.admin.url,
     async restart() {
       throw new Error('restart needs the distributed mode');
@@ -247,6 +256,8 @@ export async function startDistributedStack(): Promise<Stack> {
     databaseUrl: database.url,
     deployment,
     directUrl: (service) => running.processes[service].url,
+    directGrpcAddress: (service) => running.serviceGrpcAddresses[service],
+    gatewayCredential: running.serviceToken,
     adminUrl: (service) => running.processes[service].adminUrl,
     async restart(name) {
       await running.restart(name as ClusterService);

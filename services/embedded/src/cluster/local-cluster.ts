@@ -69,6 +69,10 @@ export interface LocalCluster {
   gatewayUrl: string;
   /** The gateway's public gRPC port on the loopback interface, `127.0.0.1:<port>`. */
   grpcAddress: string;
+  /** The internal gRPC ports of the services that own one (they answer only calls the gateway forwards). */
+  serviceGrpcAddresses: Record<'catalog' | 'merchants' | 'webhooks', string>;
+  /** MERX_SERVICE_TOKEN of every process: what the gateway vouches with on the services' own ports. */
+  serviceToken: string;
   processes: Record<ClusterService, ServiceProcess>;
   /** Starts a service again (after kill or stopService) on the same port with the same settings. */
   /** `env`: settings for this start only, over the cluster's (a test's failpoint). */
@@ -104,12 +108,13 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
   };
   const publicUrl = options.publicUrl ?? `http://localhost:${ports.gateway}`;
   const local = (service: ClusterService) => `http://127.0.0.1:${ports[service]}`;
+  const serviceToken = options.serviceToken ?? newServiceToken();
   const shared: Record<string, string> = {
     AMQP_URL: options.amqpUrl,
     MERX_DEPLOYMENT: options.deployment,
     MERX_PUBLIC_URL: publicUrl,
     MERX_OAUTH_URL: local('oauth'),
-    MERX_SERVICE_TOKEN: options.serviceToken ?? newServiceToken(),
+    MERX_SERVICE_TOKEN: serviceToken,
     LOG_LEVEL: options.logLevel ?? 'info',
   };
   const secretKeys = options.secretKeys ?? newSecretKeyEntry(`k${randomBytes(4).toString('hex')}`);
@@ -189,6 +194,12 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
     publicUrl,
     gatewayUrl: local('gateway'),
     grpcAddress: `127.0.0.1:${grpcPorts.gateway}`,
+    serviceGrpcAddresses: {
+      catalog: `127.0.0.1:${grpcPorts.catalog}`,
+      merchants: `127.0.0.1:${grpcPorts.merchants}`,
+      webhooks: `127.0.0.1:${grpcPorts.webhooks}`,
+    },
+    serviceToken,
     processes,
     start,
     stopService: (service) => stopQuietly(processes[service]),

@@ -15,6 +15,7 @@ import {
 } from '@merx/contracts/grpc';
 import {
   authenticateGrpcCall,
+  GATEWAY_CREDENTIAL_HEADER,
   grpc,
   grpcErrorOf,
   grpcPassThroughDefinitionOf,
@@ -43,6 +44,8 @@ export interface GrpcEdgeDeps {
   connections?: GrpcConnectionSettings;
   /** Proxies in front (MERX_TRUSTED_PROXIES): each carries many clients, so the per-address connection cap spares them. */
   trustedProxies?: readonly string[];
+  /** The service credential, sent with every forwarded call: the services' gRPC ports answer only the edge. */
+  gatewayCredential?: string;
 }
 
 export interface RunningGrpcEdge extends RunningGrpcServer {
@@ -52,10 +55,12 @@ export interface RunningGrpcEdge extends RunningGrpcServer {
 }
 
 /** Metadata the owning service sees: the caller's, minus what only concerns this hop, plus our request id. */
-function forwardedMetadata(incoming: grpc.Metadata, requestId: string): grpc.Metadata {
+function forwardedMetadata(incoming: grpc.Metadata, requestId: string, credential: string | undefined): grpc.Metadata {
   const metadata = incoming.clone();
-  for (const name of ['x-request-id', 'grpc-timeout', 'user-agent', 'te', 'content-type', 'grpc-accept-encoding', 'grpc-encoding']) metadata.remove(name);
+  for (const name of ['x-request-id', 'grpc-timeout', 'user-agent', 'te', 'content-type', 'grpc-accept-encoding', 'grpc-encoding', GATEWAY_CREDENTIAL_HEADER])
+    metadata.remove(name);
   metadata.set('x-request-id', requestId);
+  if (credential) metadata.set(GATEWAY_CREDENTIAL_HEADER, credential);
   return metadata;
 }
 
@@ -181,7 +186,7 @@ export async function startGrpcEdge(deps: GrpcEdgeDeps): Promise<RunningGrpcEdge
                   identity,
                   identity,
                   call.request,
-                  forwardedMetadata(call.metadata, requestId),
+                  forwardedMetadata(call.metadata, requestId, deps.gatewayCredential),
                   optionsOf(call),
                   (error, response) => (error ? callback({ code: error.code, details: error.details, metadata: error.metadata }) : callback(null, response)),
                 );
@@ -205,7 +210,7 @@ export async function startGrpcEdge(deps: GrpcEdgeDeps): Promise<RunningGrpcEdge
                   identity,
                   identity,
                   call.request,
-                  forwardedMetadata(call.metadata, requestId),
+                  forwardedMetadata(call.metadata, requestId, deps.gatewayCredential),
                   optionsOf(call),
                 );
                 if (slot) {
@@ -227,7 +232,13 @@ export async function startGrpcEdge(deps: GrpcEdgeDeps): Promise<RunningGrpcEdge
           admit(path, call, writes).then(
             (claims) => {
               if (call.cancelled) return;
-              const upstream = client.makeBidiStreamRequest(path, identity, identity, forwardedMetadata(call.metadata, requestId), optionsOf(call));
+              const upstream = client.makeBidiStreamRequest(
+                path,
+                identity,
+                identity,
+                forwardedMetadata(call.metadata, requestId, deps.gatewayCredential),
+                optionsOf(call),
+              );
               relayResponses(upstream, call);
               const pace = paced && throttle ? throttle.bulkPacer(claims.merchantId, claims.plan) : undefined;
               // The caller is read only while the service's stream has room and no message waits for the bulk class.
