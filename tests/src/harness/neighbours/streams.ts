@@ -4,6 +4,7 @@ import { grpc, grpcServiceDefinitionOf } from '@merx/kit';
 import { call, type TestMerchant } from '../client.js';
 import { bearer } from '../grpc.js';
 import type { AdminService, Stack } from '../stack.js';
+import { latencyFigures, type LatencyFigures } from './latency.js';
 
 /**
  * Neighbours on StreamEvents (issue 29): merchant B holds many StreamEvents calls open while the
@@ -186,23 +187,8 @@ export class StreamsAttack {
   }
 }
 
-/** Latency figures of one side of a neighbours comparison, in milliseconds. */
-export interface Latencies {
-  samples: number;
-  p50: number;
-  p99: number;
-  max: number;
-}
-
-/** Nearest-rank percentiles: with 200 samples the p99 is the second slowest. */
-export function latencies(samples: readonly number[]): Latencies {
-  const sorted = [...samples].sort((a, b) => a - b);
-  const at = (fraction: number) => sorted[Math.min(sorted.length - 1, Math.ceil(fraction * sorted.length) - 1)]!;
-  return { samples: sorted.length, p50: at(0.5), p99: at(0.99), max: sorted.at(-1)! };
-}
-
 /** A merchant's `GET /api/v1/merchant`, `count` times one after another, each timed from request to the last byte. */
-export async function timeMerchantReads(stack: Stack, merchant: TestMerchant, count: number): Promise<Latencies> {
+export async function timeMerchantReads(stack: Stack, merchant: TestMerchant, count: number): Promise<LatencyFigures> {
   const samples: number[] = [];
   for (let i = 0; i < count; i++) {
     const started = performance.now();
@@ -211,8 +197,8 @@ export async function timeMerchantReads(stack: Stack, merchant: TestMerchant, co
     samples.push(performance.now() - started);
     if (response.status !== 200) throw new Error(`GET /api/v1/merchant answered ${response.status} for merchant ${merchant.merchantId}`);
   }
-  return latencies(samples);
+  return latencyFigures(samples);
 }
 
-export const describeLatencies = (figures: Latencies) =>
+export const describeLatencies = (figures: LatencyFigures) =>
   `p50 ${figures.p50.toFixed(1)} ms, p99 ${figures.p99.toFixed(1)} ms, max ${figures.max.toFixed(1)} ms over ${figures.samples}`;
