@@ -12,8 +12,16 @@ export interface WebhookSettings {
   retryWindowMs: number;
   /** Attempts in flight to one endpoint at once, across every worker. */
   maxInFlightPerEndpoint: number;
+  /** Attempts in flight to one merchant's endpoints in the fast lane, across every worker. */
+  maxInFlightPerMerchant: number;
+  /** An attempt that times out or takes this long moves its endpoint to the slow lane; one answered sooner moves it back. */
+  slowAfterMs: number;
+  /** Attempts in flight to one merchant's endpoints in the slow lane, across every worker: apart from its fast lane's. */
+  slowMaxInFlightPerMerchant: number;
   /** Attempts in flight in one worker process. */
   workerConcurrency: number;
+  /** Of those, how many may be to endpoints in the slow lane; the rest is always there for the fast lane. */
+  slowWorkerConcurrency: number;
   /** A worker silent this long is presumed dead and its claimed deliveries go back to the queue. */
   workerStaleAfterMs: number;
   connectTimeoutMs: number;
@@ -55,7 +63,13 @@ export const webhookSettingsSchema = (defaults: { allowPrivate: boolean }) =>
     MERX_WEBHOOK_RETRY_SCHEDULE: schedule,
     MERX_WEBHOOK_RETRY_WINDOW: duration(DEFAULT_RETRY_WINDOW),
     MERX_WEBHOOK_MAX_IN_FLIGHT: configFields.positiveInt(10),
-    MERX_WEBHOOK_CONCURRENCY: configFields.positiveInt(256),
+    MERX_WEBHOOK_MAX_IN_FLIGHT_PER_MERCHANT: configFields.positiveInt(200),
+    MERX_WEBHOOK_SLOW_AFTER: duration('5s'),
+    MERX_WEBHOOK_SLOW_MAX_IN_FLIGHT_PER_MERCHANT: configFields.positiveInt(20),
+    // Requests waiting on receivers cost a socket and a few KiB each, not a thread: thousands fit.
+    MERX_WEBHOOK_CONCURRENCY: configFields.positiveInt(4096),
+    // A quarter of MERX_WEBHOOK_CONCURRENCY when absent.
+    MERX_WEBHOOK_SLOW_CONCURRENCY: z.coerce.number().int().positive().optional(),
     MERX_WEBHOOK_WORKER_STALE_AFTER: duration('15s'),
     MERX_WEBHOOK_CONNECT_TIMEOUT: duration('5s'),
     MERX_WEBHOOK_TIMEOUT: duration('15s'),
@@ -71,7 +85,15 @@ export function toWebhookSettings(config: z.infer<ReturnType<typeof webhookSetti
     retrySchedule: config.MERX_WEBHOOK_RETRY_SCHEDULE,
     retryWindowMs: config.MERX_WEBHOOK_RETRY_WINDOW,
     maxInFlightPerEndpoint: config.MERX_WEBHOOK_MAX_IN_FLIGHT,
+    maxInFlightPerMerchant: config.MERX_WEBHOOK_MAX_IN_FLIGHT_PER_MERCHANT,
+    slowAfterMs: config.MERX_WEBHOOK_SLOW_AFTER,
+    slowMaxInFlightPerMerchant: config.MERX_WEBHOOK_SLOW_MAX_IN_FLIGHT_PER_MERCHANT,
     workerConcurrency: config.MERX_WEBHOOK_CONCURRENCY,
+    // More than the whole would mean the same as the whole.
+    slowWorkerConcurrency: Math.min(
+      config.MERX_WEBHOOK_SLOW_CONCURRENCY ?? Math.max(1, Math.floor(config.MERX_WEBHOOK_CONCURRENCY / 4)),
+      config.MERX_WEBHOOK_CONCURRENCY,
+    ),
     workerStaleAfterMs: config.MERX_WEBHOOK_WORKER_STALE_AFTER,
     connectTimeoutMs: config.MERX_WEBHOOK_CONNECT_TIMEOUT,
     totalTimeoutMs: config.MERX_WEBHOOK_TIMEOUT,

@@ -11,7 +11,7 @@ describe('webhooks migrations of the work queue (PostgreSQL)', function () {
   this.timeout(30_000);
   let db: Db;
   let drop: () => Promise<void>;
-  const QUEUE_MIGRATIONS = ['004_delivery_queue'];
+  const QUEUE_MIGRATIONS = ['004_delivery_queue', '007_delivery_lanes'];
 
   before(async () => {
     ({ db, drop } = await createScratchDatabase('webhooks_migrations_test'));
@@ -64,8 +64,11 @@ describe('webhooks migrations of the work queue (PostgreSQL)', function () {
         [ids.failing, later.toISOString()],
       ],
     );
-    const { rows: claims } = await db.query(`SELECT delivery_id, worker_id, claimed_at FROM webhooks.claims WHERE merchant_id = $1`, [merchantId]);
-    assert.deepEqual(claims, [{ delivery_id: ids.claimed, worker_id: 'wkr_old', claimed_at: at }]);
+    const { rows: claims } = await db.query(`SELECT delivery_id, worker_id, claimed_at, slow FROM webhooks.claims WHERE merchant_id = $1`, [merchantId]);
+    assert.deepEqual(claims, [{ delivery_id: ids.claimed, worker_id: 'wkr_old', claimed_at: at, slow: false }]);
+    // An endpoint from before the lanes keeps the fast lane it was served in; only new ones start slow.
+    const { rows: lanes } = await db.query(`SELECT slow_since FROM webhooks.endpoints WHERE merchant_id = $1`, [merchantId]);
+    assert.deepEqual(lanes, [{ slow_since: null }]);
     const { rows: dead } = await db.query<{ id: string; dead_at: Date | null }>(
       `SELECT id, dead_at FROM webhooks.deliveries WHERE merchant_id = $1 AND dead_at IS NOT NULL ORDER BY id`,
       [merchantId],

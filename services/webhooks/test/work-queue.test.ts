@@ -7,14 +7,8 @@ import { insertDeliveries } from '../src/store/deliveries-store.js';
 import { insertEvents } from '../src/store/events-store.js';
 import { WEBHOOKS_SCHEMA, webhooksMigrations } from '../src/store/migrations.js';
 import { insertSubscriptionForMerchant } from '../src/store/subscriptions-store.js';
-import {
-  beatWorker,
-  claimDueDeliveries,
-  OpenedSecrets,
-  recordAttempts,
-  releaseClaimsOfDeadWorkers,
-  type AttemptResult,
-} from '../src/store/work-queue-store.js';
+import { claimDueDeliveries, OpenedSecrets } from '../src/store/claims-store.js';
+import { beatWorker, recordAttempts, releaseClaimsOfDeadWorkers, type AttemptResult } from '../src/store/work-queue-store.js';
 import { productObject } from './harness.js';
 
 /**

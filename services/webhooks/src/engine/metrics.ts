@@ -17,6 +17,7 @@ export const webhookAttemptDuration = new promClient.Histogram({
 
 export const webhookInFlight = new promClient.Gauge({
   name: 'merx_webhook_in_flight',
-  help: 'Webhook attempts under way in this process',
+  help: 'Webhook attempts under way in this process, by lane (fast, or slow: endpoints whose attempts time out)',
+  labelNames: ['lane'] as const,
   registers: [metricsRegistry],
 });

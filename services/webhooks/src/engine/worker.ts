@@ -1,18 +1,12 @@
 import { batchPerKey, newId, type Db, type Logger } from '@merx/kit';
 import { RequestBodies, signatureHeaders } from '../delivery/signing.js';
 import type { WebhookSender } from '../delivery/sender.js';
+import { isSlowAttempt } from '../domain/lanes.js';
 import { decideAfterAttempt, type SendResult } from '../domain/outcome.js';
 import type { RetryPolicy } from '../domain/retry.js';
 import { signingSecrets } from '../domain/subscription.js';
-import {
-  beatWorker,
-  claimDueDeliveries,
-  endpointKey,
-  OpenedSecrets,
-  releaseClaimsOfDeadWorkers,
-  retireWorker,
-  type ClaimedDelivery,
-} from '../store/work-queue-store.js';
+import { claimDueDeliveries, endpointKey, OpenedSecrets, type AnsweredAwaitingRecord, type ClaimedDelivery } from '../store/claims-store.js';
+import { beatWorker, releaseClaimsOfDeadWorkers, retireWorker } from '../store/work-queue-store.js';
 import type { FinishedAttempt } from '../usecases/outcomes.js';
 import { webhookAttemptDuration, webhookAttempts, webhookInFlight } from './metrics.js';
 
@@ -23,8 +17,16 @@ export interface DeliveryWorkerOptions {
   /** Writes finished attempts and what they imply (alerts, disabled endpoints). */
   recordFinishedAttempts(workerId: string, attempts: FinishedAttempt[], now: Date): Promise<void>;
   retryPolicy: RetryPolicy;
+  /** Requests in flight in this worker, both lanes together. */
   concurrency: number;
+  /** Of those, how many may be to endpoints in the slow lane (all when absent). */
+  slowConcurrency?: number;
   maxInFlightPerEndpoint: number;
+  /** Per merchant across all workers, in the fast lane and in the slow lane (no cap when absent). */
+  maxInFlightPerMerchant?: number;
+  slowMaxInFlightPerMerchant?: number;
+  /** An attempt that takes this long (or times out) moves its endpoint to the slow lane (timeouts only when absent). */
+  slowAfterMs?: number;
   staleAfterMs: number;
   secretOverlapMs?: number;
   /** How often an idle worker looks for deliveries that became due (retries); new ones wake it at once. */
@@ -54,8 +56,9 @@ export class DeliveryWorker {
   private loop: Promise<void> | undefined;
   private heartbeat: NodeJS.Timeout | undefined;
   private inFlight = 0;
+  private slowInFlight = 0;
   private readonly sends = new Set<Promise<void>>();
-  private readonly answeredAwaitingRecord = new Map<string, number>();
+  private readonly answeredAwaitingRecord = new AnsweredClaims();
   private wakeUp: (() => void) | undefined;
   private pendingWake = false;
   private readonly record: (key: string, attempt: FinishedAttempt) => Promise<void>;
@@ -129,6 +132,7 @@ export class DeliveryWorker {
     while (this.running) {
       this.pendingWake = false;
       const free = this.options.concurrency - this.inFlight;
+      const slowFree = (this.options.slowConcurrency ?? this.options.concurrency) - this.slowInFlight;
       let claimed: ClaimedDelivery[] = [];
       let moreMayBeDue = false;
       if (free > 0) {
@@ -139,7 +143,10 @@ export class DeliveryWorker {
               this.id,
               {
                 budget: Math.min(free, MAX_CLAIM),
+                slowBudget: Math.max(0, Math.min(free, slowFree, MAX_CLAIM)),
                 maxInFlightPerEndpoint: this.options.maxInFlightPerEndpoint,
+                ...(this.options.maxInFlightPerMerchant ? { maxInFlightPerMerchant: this.options.maxInFlightPerMerchant } : {}),
+                ...(this.options.slowMaxInFlightPerMerchant ? { slowMaxInFlightPerMerchant: this.options.slowMaxInFlightPerMerchant } : {}),
                 answeredAwaitingRecord: this.answeredAwaitingRecord,
               },
               this.now(),
@@ -164,7 +171,8 @@ export class DeliveryWorker {
 
   private startSending(delivery: ClaimedDelivery): void {
     this.inFlight += 1;
-    webhookInFlight.inc();
+    if (delivery.slow) this.slowInFlight += 1;
+    webhookInFlight.inc({ lane: laneOf(delivery) });
     const send = this.send(delivery)
       .catch((error) =>
         this.options.logger.error(
@@ -174,7 +182,8 @@ export class DeliveryWorker {
       )
       .finally(() => {
         this.inFlight -= 1;
-        webhookInFlight.dec();
+        if (delivery.slow) this.slowInFlight -= 1;
+        webhookInFlight.dec({ lane: laneOf(delivery) });
         this.sends.delete(send);
         this.wake();
       });
@@ -193,15 +202,12 @@ export class DeliveryWorker {
     const result = await this.options.sender.send({ url: delivery.url, headers: { ...headers }, body });
     const finishedAt = this.now();
     // Answered: the endpoint has a free slot now, though the claim lasts until the outcome is written.
-    const key = endpointKey(delivery.merchantId, delivery.endpointId);
-    this.answeredAwaitingRecord.set(key, (this.answeredAwaitingRecord.get(key) ?? 0) + 1);
+    this.answeredAwaitingRecord.add(delivery);
     this.wake();
     try {
       await this.recordOutcome(delivery, result, startedAt, finishedAt);
     } finally {
-      const left = this.answeredAwaitingRecord.get(key)! - 1;
-      if (left > 0) this.answeredAwaitingRecord.set(key, left);
-      else this.answeredAwaitingRecord.delete(key);
+      this.answeredAwaitingRecord.remove(delivery);
     }
   }
 
@@ -230,6 +236,7 @@ export class DeliveryWorker {
       nextAttemptAt: decision.nextAttemptAt,
       firstAttemptAt: decision.firstAttemptAt,
       endpointGone: decision.endpointGone,
+      movesEndpointTo: this.laneAfter(delivery, result),
     };
     // The outcome is only in memory until written: keep trying while the database is away.
     for (let pause = 100; ; pause = Math.min(pause * 2, 5_000)) {
@@ -244,6 +251,12 @@ export class DeliveryWorker {
     }
   }
 
+  /** The lane the attempt moves its endpoint to, when it is not the one the delivery was claimed in. */
+  private laneAfter(delivery: ClaimedDelivery, result: SendResult): 'fast' | 'slow' | null {
+    const slow = isSlowAttempt(result, this.options.slowAfterMs ?? Infinity);
+    return slow === delivery.slow ? null : slow ? 'slow' : 'fast';
+  }
+
   private sleep(ms: number): Promise<void> {
     return new Promise((resolve) => {
       const done = () => {
@@ -254,5 +267,36 @@ export class DeliveryWorker {
       const timer = setTimeout(done, ms);
       this.wakeUp = done;
     });
+  }
+}
+
+const laneOf = (delivery: ClaimedDelivery) => (delivery.slow ? 'slow' : 'fast');
+
+/** This worker's answered claims whose outcome waits to be written, by endpoint and by merchant and lane. */
+class AnsweredClaims implements AnsweredAwaitingRecord {
+  private readonly counts = new Map<string, number>();
+
+  add(delivery: ClaimedDelivery): void {
+    for (const key of AnsweredClaims.keysOf(delivery)) this.counts.set(key, (this.counts.get(key) ?? 0) + 1);
+  }
+
+  remove(delivery: ClaimedDelivery): void {
+    for (const key of AnsweredClaims.keysOf(delivery)) {
+      const left = this.counts.get(key)! - 1;
+      if (left > 0) this.counts.set(key, left);
+      else this.counts.delete(key);
+    }
+  }
+
+  ofEndpoint(merchantId: string, endpointId: string): number {
+    return this.counts.get(endpointKey(merchantId, endpointId)) ?? 0;
+  }
+
+  ofMerchant(merchantId: string, slow: boolean): number {
+    return this.counts.get(`${merchantId} ${slow ? 'slow' : 'fast'}`) ?? 0;
+  }
+
+  private static keysOf(delivery: ClaimedDelivery): string[] {
+    return [endpointKey(delivery.merchantId, delivery.endpointId), `${delivery.merchantId} ${laneOf(delivery)}`];
   }
 }

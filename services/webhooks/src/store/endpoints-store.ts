@@ -69,19 +69,20 @@ export async function findEndpointForMerchant(db: Queryable, merchantId: Merchan
     `SELECT merchant_id, id, kind, url, status, disabled_reason, enabled_at, version FROM ${ENDPOINTS} WHERE merchant_id = $1 AND id = $2`,
     [merchantId, id],
   );
-  const row = rows[0];
-  return (
-    row && {
-      merchantId: row.merchant_id,
-      id: row.id,
-      kind: row.kind,
-      url: row.url,
-      status: row.status,
-      disabledReason: row.disabled_reason,
-      enabledAt: row.enabled_at,
-      version: Number(row.version),
-    }
-  );
+  return rows[0] && endpointStateOf(rows[0]);
+}
+
+function endpointStateOf(row: EndpointStateRow): EndpointState {
+  return {
+    merchantId: row.merchant_id,
+    id: row.id,
+    kind: row.kind,
+    url: row.url,
+    status: row.status,
+    disabledReason: row.disabled_reason,
+    enabledAt: row.enabled_at,
+    version: Number(row.version),
+  };
 }
 
 /**
@@ -171,4 +172,29 @@ export async function scheduleWaitingDeliveries(tx: Queryable, merchantId: Merch
     [merchantId, endpointId],
   );
   return rows[0]?.due_at != null;
+}
+
+/**
+ * Moves endpoints between the lanes: into the slow one (keeping since when it is slow) or back to
+ * the fast one. The caller holds the rows' locks, taken in key order with the batch's others.
+ */
+export async function moveEndpointsToLanes(tx: Queryable, moves: (EndpointKey & { slow: boolean })[], now: Date): Promise<void> {
+  if (moves.length === 0) return;
+  await tx.query(
+    `UPDATE ${ENDPOINTS} s SET slow_since = CASE WHEN u.slow THEN COALESCE(s.slow_since, $4) END
+     FROM unnest($1::text[], $2::text[], $3::boolean[]) AS u(m, e, slow)
+     WHERE s.merchant_id = u.m AND s.id = u.e`,
+    [moves.map((m) => m.merchantId), moves.map((m) => m.endpointId), moves.map((m) => m.slow), now],
+  );
+}
+
+/** The engine's view of several endpoints at once, by key (each row found by its own merchant and id). */
+export async function findEndpointsByKey(db: Queryable, keys: EndpointKey[]): Promise<Map<string, EndpointState>> {
+  if (keys.length === 0) return new Map();
+  const { rows } = await db.query<EndpointStateRow>(
+    `SELECT s.merchant_id, s.id, s.kind, s.url, s.status, s.disabled_reason, s.enabled_at, s.version
+     FROM ${ENDPOINTS} s JOIN unnest($1::text[], $2::text[]) AS k(m, e) ON s.merchant_id = k.m AND s.id = k.e`,
+    [keys.map((k) => k.merchantId), keys.map((k) => k.endpointId)],
+  );
+  return new Map(rows.map((row) => [`${row.merchant_id}/${row.id}`, endpointStateOf(row)]));
 }

@@ -217,4 +217,23 @@ export const webhooksMigrations: Migration[] = [
     transaction: false,
     sql: `DROP INDEX CONCURRENTLY IF EXISTS {{schema}}.events_by_arrival`,
   },
+  {
+    id: '007_delivery_lanes',
+    // Endpoints whose receivers time out are served in a lane of their own (issue 29), so waiting
+    // on them never uses the capacity the others are sent with:
+    // - slow_since: since when the endpoint's attempts time out or take MERX_WEBHOOK_SLOW_AFTER
+    //   or longer; NULL while they answer in time (the fast lane). A new endpoint starts in the
+    //   slow lane, since it has not answered in time yet: thirty subscriptions to a receiver that
+    //   never answers hold the slow lane's few requests, not the fast lane's many. Those already
+    //   here keep the fast lane they were served in;
+    // - a claim keeps the lane it was made in, so a merchant's requests in flight are counted per
+    //   lane from its claims alone, however its endpoints change lanes meanwhile.
+    // No table is rewritten: existing rows get NULL and false without one (the default of
+    // slow_since is set after the column exists, so it applies to new rows only).
+    sql: `
+      ALTER TABLE {{schema}}.endpoints ADD COLUMN slow_since timestamptz;
+      ALTER TABLE {{schema}}.endpoints ALTER COLUMN slow_since SET DEFAULT now();
+      ALTER TABLE {{schema}}.claims ADD COLUMN slow boolean NOT NULL DEFAULT false;
+    `,
+  },
 ];

@@ -3,7 +3,8 @@ import { raisesAlertWhenDead, systemAlert, type AlertFacts } from '../domain/ale
 import type { DisabledReason, EndpointKind, EndpointState } from '../domain/endpoint.js';
 import { presentSubscription, presentSubscriptionPrevious } from '../domain/present.js';
 import { disableDestinationForMerchant } from '../store/destinations-store.js';
-import { findEndpointForMerchant, lockEndpointsInKeyOrder, markEndpointsDue } from '../store/endpoints-store.js';
+import { endpointKey } from '../store/claims-store.js';
+import { findEndpointsByKey, lockEndpointsInKeyOrder, markEndpointsDue, moveEndpointsToLanes } from '../store/endpoints-store.js';
 import { findSubscriptionForMerchant, updateSubscriptionForMerchant } from '../store/subscriptions-store.js';
 import { noSuccessSince, recordAttempts, type AttemptResult } from '../store/work-queue-store.js';
 
@@ -12,6 +13,8 @@ export interface FinishedAttempt extends AttemptResult {
   topic: string;
   eventId: string;
   endpointGone: boolean;
+  /** The lane this attempt moves its endpoint to (it was claimed in the other one); null when it stays. */
+  movesEndpointTo: 'fast' | 'slow' | null;
 }
 
 function raiseAlert(emit: Emit, merchantId: string, facts: AlertFacts, now: Date): void {
@@ -100,12 +103,54 @@ async function failedThroughWindow(tx: Queryable, endpoint: EndpointState, attem
 }
 
 /**
+ * Where each endpoint's attempts of the batch move it, by the last one to finish: an endpoint that
+ * timed out and then answered in time is fast again.
+ */
+function laneMoves(attempts: FinishedAttempt[]): Array<{ merchantId: string; endpointId: string; slow: boolean }> {
+  const last = new Map<string, FinishedAttempt>();
+  const finishedAt = (a: FinishedAttempt) => a.startedAt.getTime() + a.durationMs;
+  for (const attempt of attempts) {
+    const key = endpointKey(attempt.merchantId, attempt.endpointId);
+    const known = last.get(key);
+    if (!known || finishedAt(attempt) >= finishedAt(known)) last.set(key, attempt);
+  }
+  return [...last.values()]
+    .filter((a) => a.movesEndpointTo !== null)
+    .map((a) => ({ merchantId: a.merchantId, endpointId: a.endpointId, slow: a.movesEndpointTo === 'slow' }));
+}
+
+/**
+ * Dead letters and 410s: an alert per dead letter, and endpoints switched off when they answer 410
+ * or have failed for the whole retry window. The endpoints are read in one statement, not one per
+ * attempt: a receiver that stopped answering ends many deliveries at once, and this transaction
+ * holds their endpoints' locks meanwhile.
+ */
+async function endDeliveries(tx: Queryable, emit: Emit, ending: FinishedAttempt[], now: Date): Promise<void> {
+  const endpoints = await findEndpointsByKey(tx, ending);
+  for (const attempt of ending) {
+    const key = endpointKey(attempt.merchantId, attempt.endpointId);
+    const endpoint = endpoints.get(key);
+    const enabled = endpoint?.status === 'enabled' ? endpoint : undefined;
+    const disable = async (reason: DisabledReason, why: string) => {
+      await disableEndpoint(tx, emit, enabled!, reason, why, now);
+      endpoints.set(key, { ...enabled!, status: 'disabled', disabledReason: reason });
+    };
+    if (enabled && attempt.endpointGone) await disable('endpoint_gone', 'it answered 410 Gone');
+    alertDeadLetter(emit, attempt, now);
+    if (enabled && !attempt.endpointGone && (await failedThroughWindow(tx, enabled, attempt))) {
+      await disable('endpoint_failing', `no attempt succeeded since ${attempt.firstAttemptAt.toISOString()}`);
+    }
+  }
+}
+
+/**
  * Writes a batch of finished attempts in one transaction, with what they imply: retries put back
- * on their endpoints' schedule, an alert per dead letter, and endpoints switched off when they
- * answer 410 or have failed for the whole retry window. A batch of successes touches no
- * endpoint row at all; every other batch locks the rows it changes in key order, once. An
- * endpoint wiped meanwhile (deleted, removed, a sandbox reset) took its deliveries with it, so
- * their attempts record nothing and imply nothing.
+ * on their endpoints' schedule, endpoints moved between the fast and the slow lane, an alert per
+ * dead letter, and endpoints switched off when they answer 410 or have failed for the whole retry
+ * window. A batch of successes to fast endpoints touches no endpoint row at all; every other
+ * batch locks the rows it changes in key order, once. An endpoint wiped meanwhile (deleted,
+ * removed, a sandbox reset) took its deliveries with it, so their attempts record nothing and
+ * imply nothing.
  */
 export function attemptOutcomes(outbox: Outbox) {
   return async function recordFinishedAttempts(workerId: string, finished: FinishedAttempt[], now: Date): Promise<void> {
@@ -115,20 +160,14 @@ export function attemptOutcomes(outbox: Outbox) {
       const attempts = recorded.size === finished.length ? finished : finished.filter((a) => recorded.has(a.deliveryId));
       const retried = attempts.filter((a) => a.nextAttemptAt !== null);
       const ending = attempts.filter((a) => a.endpointGone || a.status === 'dead');
-      if (ending.length > 0) await lockEndpointsInKeyOrder(tx, [...retried, ...ending]);
+      const moves = laneMoves(attempts);
+      if (ending.length > 0 || moves.length > 0) await lockEndpointsInKeyOrder(tx, [...retried, ...ending, ...moves]);
       await markEndpointsDue(
         tx,
         retried.map((a) => ({ merchantId: a.merchantId, endpointId: a.endpointId, at: a.nextAttemptAt! })),
       );
-      for (const attempt of ending) {
-        const endpoint = await findEndpointForMerchant(tx, trustedMerchantId(attempt.merchantId), attempt.endpointId);
-        const enabled = endpoint?.status === 'enabled' ? endpoint : undefined;
-        if (enabled && attempt.endpointGone) await disableEndpoint(tx, emit, enabled, 'endpoint_gone', 'it answered 410 Gone', now);
-        alertDeadLetter(emit, attempt, now);
-        if (enabled && !attempt.endpointGone && (await failedThroughWindow(tx, enabled, attempt))) {
-          await disableEndpoint(tx, emit, enabled, 'endpoint_failing', `no attempt succeeded since ${attempt.firstAttemptAt.toISOString()}`, now);
-        }
-      }
+      await moveEndpointsToLanes(tx, moves, now);
+      if (ending.length > 0) await endDeliveries(tx, emit, ending, now);
     });
   };
 }
