@@ -326,3 +326,118 @@ describe('the work queue in PostgreSQL', function () {
     assert.deepEqual(await release(), []);
   });
 });
+
+describe('the work queue with cached plans and stale statistics (PostgreSQL)', function () {
+  this.timeout(60_000);
+  let db: Db;
+  let drop: () => Promise<void>;
+  const at = (ms: number) => new Date(Date.parse('2030-01-01T00:00:00.000Z') + ms);
+
+  before(async () => {
+    installSecretKeyRing(testSecretKeys());
+    ({ db, drop } = await createScratchDatabase('webhooks_plans_test'));
+    await migrateSchema(db, WEBHOOKS_SCHEMA, webhooksMigrations);
+  });
+  after(async () => {
+    await drop();
+  });
+
+  const succeeded = (merchantId: string, delivery: { id: string; endpointId: string }): AttemptResult => ({
+    merchantId,
+    deliveryId: delivery.id,
+    endpointId: delivery.endpointId,
+    number: 1,
+    startedAt: at(30),
+    durationMs: 5,
+    statusCode: 200,
+    error: null,
+    errorMessage: null,
+    responseExcerpt: 'ok',
+    status: 'succeeded',
+    nextAttemptAt: null,
+    firstAttemptAt: at(30),
+  });
+
+  /** A merchant with `endpointCount` endpoints and `perEndpoint` deliveries due to each. */
+  async function merchantWithWaiting(perEndpoint: number, endpointCount = 30): Promise<string> {
+    const merchantId = newId('mch');
+    const endpoints: string[] = [];
+    for (let i = 0; i < endpointCount; i++) {
+      const id = newId('wh');
+      await insertSubscriptionForMerchant(
+        db,
+        trustedMerchantId(merchantId),
+        id,
+        { url: `http://127.0.0.1:9/${i}`, topics: ['*'], description: null, status: 'enabled' },
+        generateWebhookSecret(),
+        at(0),
+      );
+      endpoints.push(id);
+    }
+    const delivery = (endpointId: string) => ({
+      merchantId,
+      id: newId('del'),
+      eventId: newId('evt'),
+      topic: 'products.created',
+      endpointKind: 'subscription' as const,
+      endpointId,
+      payloadText: '{}',
+      routedId: null,
+      status: 'pending' as const,
+      lastError: null,
+      replayOf: null,
+    });
+    await db.transaction((tx) =>
+      insertDeliveries(
+        tx,
+        endpoints.flatMap((endpointId) => Array.from({ length: perEndpoint }, () => delivery(endpointId))),
+        at(0),
+      ),
+    );
+    return merchantId;
+  }
+
+  const count = async (table: string, merchantId: string) =>
+    (await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM webhooks.${table} WHERE merchant_id = $1`, [merchantId])).rows[0]!.n;
+
+  // The statements find and delete rows by their place in the table (claims-store, recordAttempts):
+  // planned generically on stale statistics, a join with the queue or the claims went over the
+  // whole table for every row. What this shows is that they take exactly their own rows so planned.
+  it('claims and records exactly their own rows under the plan PostgreSQL caches, on statistics that know none of them', async () => {
+    // Statistics taken after a quiet spell (a merchant's hundred deliveries sent and recorded),
+    // then far more rows than they know of, as the queue's and the claims' always are in service.
+    const quiet = await merchantWithWaiting(100, 1);
+    const sent = await db.transaction((tx) => claimDueDeliveries(tx, 'wkr_quiet', { budget: 100, maxInFlightPerEndpoint: 100 }, at(5)));
+    await db.transaction((tx) =>
+      recordAttempts(
+        tx,
+        'wkr_quiet',
+        sent.deliveries.map((d) => succeeded(quiet, d)),
+        at(6),
+      ),
+    );
+    for (const table of ['endpoints', 'deliveries', 'queue', 'claims']) await db.query(`ANALYZE webhooks.${table}`);
+    // Another merchant's 600 requests in flight, among which the record finds its own claims.
+    const busy = await merchantWithWaiting(20);
+    await db.transaction((tx) => claimDueDeliveries(tx, 'wkr_busy', { budget: 600, maxInFlightPerEndpoint: 20 }, at(10)));
+    const merchantId = await merchantWithWaiting(40);
+    const recorded = await db.transaction(async (tx) => {
+      // The plan PostgreSQL caches for a statement prepared on a connection after its fifth run.
+      await tx.query('SET LOCAL plan_cache_mode = force_generic_plan');
+      const { deliveries } = await claimDueDeliveries(tx, 'wkr_generic', { budget: 60, maxInFlightPerEndpoint: 2 }, at(20));
+      assert.equal(deliveries.length, 60);
+      assert.equal(new Set(deliveries.map((d) => d.endpointId)).size, 30, 'two from each endpoint');
+      return recordAttempts(
+        tx,
+        'wkr_generic',
+        deliveries.map((d) => succeeded(merchantId, d)),
+        at(40),
+      );
+    });
+    assert.equal(recorded.size, 60);
+    assert.deepEqual(
+      [await count('queue', merchantId), await count('claims', merchantId), await count('claims', busy), await count('attempts', merchantId)],
+      [1_140, 0, 600, 60],
+    );
+  });
+});

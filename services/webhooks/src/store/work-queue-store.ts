@@ -30,21 +30,29 @@ export async function recordAttempts(tx: Queryable, workerId: string, results: A
   const column = <T>(pick: (r: AttemptResult) => T) => results.map(pick);
   const { rows } = await tx.query<{ delivery_id: string }>(
     `WITH u AS MATERIALIZED (
-       SELECT *, $14::text AS worker_id
+       SELECT b.*,
+              (SELECT c.ctid FROM ${CLAIMS} c
+               WHERE c.merchant_id = b.merchant_id AND c.endpoint_id = b.endpoint_id AND c.delivery_id = b.id AND c.worker_id = $14) AS claim_row
        FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::timestamptz[], $6::timestamptz[], $7::int[], $8::text[],
                    $9::text[], $10::timestamptz[], $11::int[], $12::text[], $13::text[])
-         AS u(merchant_id, id, status, number, next_attempt_at, first_attempt_at, status_code, error,
+         AS b(merchant_id, id, status, number, next_attempt_at, first_attempt_at, status_code, error,
               endpoint_id, started_at, duration_ms, error_message, response_excerpt)
      ),
      -- Each step is driven by the rows the previous one returned, looked up by primary key: no
      -- join of one step's result with another's, whose plan would rest on guesses about sizes.
-     -- The worker is matched as a column of the batch (materialized, so the planner cannot turn
-     -- it back into a constant), not as a filter of its own on claims: a generic plan guessed
-     -- such a filter leaves one claim, and then rescanned the whole batch for every claim.
+     -- Each attempt's claim, if this worker still holds it, is found by its own key (a subquery
+     -- per row, which the planner cannot turn into a join) and deleted by its place in the table:
+     -- a join of the batch with claims was planned, once the plan was cached for the statement,
+     -- as a pass over every claim in flight for each row of the batch (claims' statistics are
+     -- always stale, its rows come and go), which grows with the batch times what is in flight.
+     deleted AS (
+       DELETE FROM ${CLAIMS} c WHERE c.ctid = ANY (ARRAY(SELECT claim_row FROM u WHERE claim_row IS NOT NULL))
+       RETURNING c.ctid AS claim_row
+     ),
+     -- What this transaction released (a claim found in the snapshot may have been released by
+     -- another meanwhile: then the attempt is not this worker's to record).
      released AS (
-       DELETE FROM ${CLAIMS} c USING u
-       WHERE c.merchant_id = u.merchant_id AND c.endpoint_id = u.endpoint_id AND c.delivery_id = u.id AND c.worker_id = u.worker_id
-       RETURNING u.*
+       SELECT u.* FROM u WHERE u.claim_row = ANY (ARRAY(SELECT claim_row FROM deleted))
      ),
      updated AS (
        UPDATE ${DELIVERIES} d SET status = u.status, attempt_count = GREATEST(d.attempt_count, u.number), next_attempt_at = u.next_attempt_at,
