@@ -1,6 +1,5 @@
 import { createContractValidator } from '@merx/contracts';
 import {
-  batchPerKey,
   installSecretKeyRing,
   mountRouter,
   WORK_QUEUES,
@@ -11,7 +10,6 @@ import {
   type Consumer,
   type Db,
   type Logger,
-  type MerxEvent,
   type ReadinessCheck,
   type RunningService,
   type SecretKeyRing,
@@ -30,7 +28,7 @@ import { WEBHOOKS_SCHEMA, webhooksMigrations } from './store/migrations.js';
 import { deliveryUseCases } from './usecases/deliveries.js';
 import { DEFAULT_EVENT_STREAM_TIMING, eventStreamUseCase, type EventStreamTiming } from './usecases/event-stream.js';
 import { EventTail } from './usecases/event-tail.js';
-import { fanOut } from './usecases/fanout.js';
+import { fanOut, fanOutPerMerchant } from './usecases/fanout.js';
 import { attemptOutcomes } from './usecases/outcomes.js';
 import { subscriptionUseCases } from './usecases/subscriptions.js';
 
@@ -163,15 +161,8 @@ export async function startWebhooks(deps: WebhooksDeps): Promise<RunningWebhooks
   }
   await worker.start();
   const fanOutEvents = fanOut({ outbox: service.outbox, logger, validator: createContractValidator(), secretOverlapMs: settings.secretOverlapMs, now });
-  // Events arriving while a batch commits go together in the next one: one transaction for many.
-  const fanOutInBatches = batchPerKey<MerxEvent>(
-    async (_key, events) => {
-      const due = await fanOutEvents(events);
-      if (due > 0) worker!.wake();
-    },
-    { maxBatch: 500 },
-  );
-  const consumer = await deps.bus.consume({ queue: WEBHOOKS_QUEUE, bindings: ['#'], prefetch: 512 }, (event) => fanOutInBatches('events', event));
+  const fanOutInBatches = fanOutPerMerchant(fanOutEvents, () => worker!.wake());
+  const consumer = await deps.bus.consume({ queue: WEBHOOKS_QUEUE, bindings: ['#'], prefetch: 512 }, fanOutInBatches);
   return {
     ...service,
     consumer,

@@ -208,6 +208,23 @@ describe('delivery lanes in the engine', function () {
     assert.equal(dead.received.filter((request) => request.receivedAt.getTime() < firstHung + 1_900).length, 3);
   });
 
+  it("fans each merchant's events out apart: a batch waiting for one merchant's endpoints holds no one else's", async () => {
+    const [a, b] = [await harness.merchant(), await harness.merchant()];
+    const [theirs, ours] = [await receiver(), await receiver()];
+    await b.subscribe(theirs.url(), ['products']);
+    await a.subscribe(ours.url(), ['products']);
+    await harness.db.transaction(async (tx) => {
+      // B's endpoint is locked, as a claim or a record of its attempts holds it: B's fan-out waits.
+      await tx.query(`SELECT 1 FROM webhooks.endpoints WHERE merchant_id = $1 FOR UPDATE`, [b.merchantId]);
+      const held = await harness.publish(b.merchantId, 'products.created');
+      const event = await harness.publish(a.merchantId, 'products.created');
+      await ours.waitFor((request) => request.headers['webhook-id'] === event.id, 10_000);
+      assert.equal(theirs.forEvent(held.id).length, 0, "B's delivery is not made while its endpoint is held");
+    });
+    const released = theirs.received.length === 0 ? await theirs.waitFor(() => true) : theirs.received[0]!;
+    assert.equal(released.json.merchant_id, b.merchantId, "B's event goes out once its endpoint is free");
+  });
+
   it('moves an endpoint to the slow lane when an attempt times out or answers late, and back when one answers in time', async () => {
     const target = await receiver();
     let answer: 'now' | 'late' | 'never' = 'now';
