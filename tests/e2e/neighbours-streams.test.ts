@@ -3,13 +3,12 @@ import { call, createMerchant, eventually, sharedStack, type Stack } from '../sr
 import {
   allowEventStreams,
   databaseStatementRate,
-  describeLatencies,
   eventStreamsOpen,
   steadyDatabase,
   StreamsAttack,
   timeMerchantReads,
 } from '../src/harness/neighbours/streams.js';
-import { neighbourBound } from '../src/harness/neighbours/latency.js';
+import { describeFigures, neighbourBound } from '../src/harness/neighbours/latency.js';
 
 /**
  * Issue 29, event streams: merchant B holds 1,000 StreamEvents calls open (its cap raised by the
@@ -117,8 +116,8 @@ describe('neighbours on event streams: B holds 1,000 StreamEvents calls open', (
       [
         `      database statements/s (${stack.mode}): ${oneStream.perSecond.toFixed(1)} with 1 stream of B, ${thousandStreams.perSecond.toFixed(1)} with ${STREAMS}, ` +
           `${oneStreamAfter.perSecond.toFixed(1)} with 1 again`,
-        `      A's GET /api/v1/merchant quiet:    ${describeLatencies(quiet)}`,
-        `      A's GET /api/v1/merchant attacked: ${describeLatencies(attacked)} (allowed p99 ${allowed.toFixed(1)} ms)`,
+        `      A's GET /api/v1/merchant quiet:    ${describeFigures(quiet)}`,
+        `      A's GET /api/v1/merchant attacked: ${describeFigures(attacked)} (allowed p99 ${allowed.toFixed(1)} ms)`,
       ].join('\n'),
     );
     const oneStreamRate = Math.max(oneStream.perSecond, oneStreamAfter.perSecond);

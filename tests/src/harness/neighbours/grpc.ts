@@ -13,38 +13,13 @@ import { grpc } from '@merx/kit';
 import type { TestMerchant } from '../client.js';
 import { bearer } from '../grpc.js';
 import type { Stack } from '../stack.js';
+import { latencyFigures, type LatencyFigures } from './latency.js';
 
 /**
  * Neighbours on the public gRPC port (issue 29): connections that never authenticate, bulk
  * batches, and StreamEvents held open, beside a merchant whose latency is measured. The helpers
  * serve the end-to-end test (tests/e2e/neighbours-grpc.test.ts) and a bench alike.
  */
-
-// ---- latency ------------------------------------------------------------------------------------
-
-/** Latency figures in milliseconds; with fewer than 100 samples p99 is the slowest (nearest rank). */
-export interface Latencies {
-  samples: number;
-  p50: number;
-  p99: number;
-  max: number;
-}
-
-export function latenciesOf(samples: readonly number[]): Latencies {
-  const sorted = [...samples].sort((a, b) => a - b);
-  const rank = (fraction: number) => sorted[Math.min(sorted.length - 1, Math.ceil(fraction * sorted.length) - 1)]!;
-  return { samples: sorted.length, p50: rank(0.5), p99: rank(0.99), max: sorted[sorted.length - 1]! };
-}
-
-export const describeLatencies = (figures: Latencies) =>
-  `p50 ${figures.p50.toFixed(1)} ms, p99 ${figures.p99.toFixed(1)} ms, max ${figures.max.toFixed(1)} ms over ${figures.samples} calls`;
-
-/**
- * What a victim's p99 under attack may be: twice its quiet p99, or its quiet p99 and 50 ms when
- * that is more (a quiet p99 of a few milliseconds doubles with one garbage collection on a busy
- * core), and under a second in any case.
- */
-export const allowedP99 = (quiet: Latencies) => Math.min(1_000, Math.max(2 * quiet.p99, quiet.p99 + 50));
 
 // ---- unary calls and batches ----------------------------------------------------------------------
 
@@ -78,14 +53,19 @@ export function timedBatch(
 }
 
 /** A merchant's unary gRPC calls (BatchCreateProducts of one product), one after another: their latencies. */
-export async function timeUnaryCalls(products: grpc.Client & Record<string, any>, merchant: TestMerchant, prefix: string, count: number): Promise<Latencies> {
+export async function timeUnaryCalls(
+  products: grpc.Client & Record<string, any>,
+  merchant: TestMerchant,
+  prefix: string,
+  count: number,
+): Promise<LatencyFigures> {
   const samples: number[] = [];
   for (let index = 0; index < count; index++) {
     const outcome = await timedBatch(products, merchant, `${prefix}-${index}`, 1);
     if (outcome.error) throw new Error(`a unary call of the measured merchant failed: ${grpc.status[outcome.error.code]} ${outcome.error.details}`);
     samples.push(outcome.elapsedMs);
   }
-  return latenciesOf(samples);
+  return latencyFigures(samples);
 }
 
 // ---- connections that never authenticate --------------------------------------------------------

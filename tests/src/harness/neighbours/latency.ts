@@ -34,4 +34,4 @@ export async function sequentialLatencies(count: number, measure: (index: number
 }
 
 export const describeFigures = (figures: LatencyFigures) =>
-  `p50 ${figures.p50.toFixed(0)} ms, p99 ${figures.p99.toFixed(0)} ms over ${figures.samples} samples`;
+  `p50 ${figures.p50.toFixed(1)} ms, p99 ${figures.p99.toFixed(1)} ms, max ${figures.max.toFixed(1)} ms over ${figures.samples} samples`;

@@ -199,6 +199,3 @@ export async function timeMerchantReads(stack: Stack, merchant: TestMerchant, co
   }
   return latencyFigures(samples);
 }
-
-export const describeLatencies = (figures: LatencyFigures) =>
-  `p50 ${figures.p50.toFixed(1)} ms, p99 ${figures.p99.toFixed(1)} ms, max ${figures.max.toFixed(1)} ms over ${figures.samples}`;
