@@ -3,15 +3,7 @@ import { anyUnpack } from '@bufbuild/protobuf/wkt';
 import { ErrorInfoSchema, RetryInfoSchema } from '@merx/contracts/grpc';
 import { decodeGrpcStatusDetails, grpc } from '@merx/kit';
 import { call, createMerchant, E2E_GRPC_ENV, eventually, grpcClients, sharedStack, type Stack } from '../src/harness/index.js';
-import {
-  ConnectionAttack,
-  gatewayMetric,
-  openEventStream,
-  refusalOf,
-  timedBatch,
-  timeUnaryCalls,
-  type HeldEventStream,
-} from '../src/harness/neighbours/grpc.js';
+import { measureConnectionNeighbours, gatewayMetric, openEventStream, refusalOf, timedBatch, type HeldEventStream } from '../src/harness/neighbours/grpc.js';
 import { describeFigures, neighbourBound } from '../src/harness/neighbours/latency.js';
 
 /**
@@ -51,14 +43,11 @@ describe('neighbours on the public gRPC port', function () {
     cleanups.push(() => clients.close());
     const closedBefore = await gatewayMetric(stack, 'merx_grpc_connections_closed_total', 'reason="unauthenticated"');
 
-    await timeUnaryCalls(clients.products, a, 'NB-WARM', 20);
-    const quiet = await timeUnaryCalls(clients.products, a, 'NB-QUIET', SAMPLES);
-
-    const attack = await ConnectionAttack.start(stack.grpcAddress, { silent: 50, prefaceOnly: 50, refusedCalls: 5 });
+    const { quiet, attacked, attack, openAtTheEnd } = await measureConnectionNeighbours(stack, clients.products, a, {
+      samples: SAMPLES,
+      counts: { silent: 50, prefaceOnly: 50, refusedCalls: 5 },
+    });
     cleanups.push(() => attack.close());
-    const attacked = await timeUnaryCalls(clients.products, a, 'NB-ATTACKED', SAMPLES);
-    attack.check();
-    const openAtTheEnd = attack.open;
     await attack.allClosed(AUTH_DEADLINE_MS + 10_000);
 
     const bound = neighbourBound(quiet, quiet.p99 + 50);

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { WebhookReceiver } from '@merx/webhooks/testing';
 import { createMerchant, sharedStack, type Stack } from '../src/harness/index.js';
-import { describeFigures, neighbourBound, sequentialLatencies } from '../src/harness/neighbours/latency.js';
-import { everyRecordRouted, floodRouting, launchRuleBomb, routingVictim } from '../src/harness/neighbours/routing.js';
+import { describeFigures, neighbourBound } from '../src/harness/neighbours/latency.js';
+import { everyRecordRouted, measureRoutingNeighbours } from '../src/harness/neighbours/routing.js';
 
 /**
  * Rule routing is fair by merchant (issue 29): merchant B's rules that run out of time on every
@@ -25,18 +25,16 @@ describe('neighbours: rule routing under a merchant whose every rule runs out of
   it("keeps A's routing latency within twice its quiet figure while B's records wait their turn, and routes all of B's", async function () {
     this.timeout(240_000);
     const [a, b] = await Promise.all([createMerchant(stack), createMerchant(stack)]);
-    const victim = await routingVictim(stack, a, receiver.url('/a'));
-    await victim.routeOneOrder(); // the first routing starts the workers: not a quiet sample
     // A hundred orders a side: the p99 is then the second slowest, not the one outlier a busy machine makes.
-    const quiet = await sequentialLatencies(100, () => victim.routeOneOrder());
-
-    // Two and a half times the records B may have in memory (MERX_ROUTING_MAX_PENDING_PER_MERCHANT
+    // B floods two and a half times the records it may have in memory (MERX_ROUTING_MAX_PENDING_PER_MERCHANT
     // is 8 in the e2e stack), each running its rule to the 500 ms deadline: at B's share of worker
-    // time, half a second a second, about half a minute of work.
-    const bomb = await launchRuleBomb(stack, b, receiver.url('/b'), { orders: 20, connections: 1 });
-    const attacked = await sequentialLatencies(100, () => victim.routeOneOrder());
-    const meanwhile = await floodRouting(stack, b, bomb);
-    assert.ok(meanwhile.pending > 0, "B's flood was still being routed when A's last order was: the attack lasted the whole measure");
+    // time, half a second a second, about 20 seconds of work.
+    const { quiet, attacked, bomb, pendingAtEnd } = await measureRoutingNeighbours(
+      stack,
+      { a, b },
+      { samples: 100, bomb: { orders: 20, connections: 1 }, destinations: { a: receiver.url('/a'), b: receiver.url('/b') } },
+    );
+    assert.ok(pendingAtEnd > 0, "B's flood was still being routed when A's last order was: the attack lasted the whole measure");
     // Twice the quiet p99, but not below 250 ms: a quiet p99 of 60 ms doubles in the noise of a busy two-core machine.
     const bound = neighbourBound(quiet, 250);
     assert.ok(attacked.p99 <= bound, `A's routing under attack: ${describeFigures(attacked)}; quiet: ${describeFigures(quiet)}; bound ${bound.toFixed(0)} ms`);

@@ -1,13 +1,6 @@
 import assert from 'node:assert/strict';
 import { call, createMerchant, eventually, sharedStack, type Stack } from '../src/harness/index.js';
-import {
-  allowEventStreams,
-  databaseStatementRate,
-  eventStreamsOpen,
-  steadyDatabase,
-  StreamsAttack,
-  timeMerchantReads,
-} from '../src/harness/neighbours/streams.js';
+import { eventStreamsOpen, measureStreamNeighbours, type StreamsAttack } from '../src/harness/neighbours/streams.js';
 import { describeFigures, neighbourBound } from '../src/harness/neighbours/latency.js';
 
 /**
@@ -26,7 +19,6 @@ import { describeFigures, neighbourBound } from '../src/harness/neighbours/laten
 const STREAMS = 1_000;
 const SAMPLES = 200;
 const WINDOW_MS = 20_000;
-const WAVE = 100;
 
 describe('neighbours on event streams: B holds 1,000 StreamEvents calls open', () => {
   let stack: Stack;
@@ -51,48 +43,15 @@ describe('neighbours on event streams: B holds 1,000 StreamEvents calls open', (
   it("costs the database no more with 1,000 open streams than with one, and leaves A's latency within 2× of quiet", async function () {
     this.timeout(300_000);
     const [a, b] = [await createMerchant(stack), await createMerchant(stack)];
-    await allowEventStreams(stack, b, STREAMS);
-    const openBefore = await eventStreamsOpen(stack);
-
-    // A warm start (connections, caches, plans), nothing left over from earlier tests, then A alone.
-    await timeMerchantReads(stack, a, 20);
-    await steadyDatabase(stack);
-    const quiet = await timeMerchantReads(stack, a, SAMPLES);
-
-    const attack = StreamsAttack.start(stack, b);
+    const { quiet, attacked, oneStream, allStreams, oneStreamAfter, attack, openBefore } = await measureStreamNeighbours(
+      stack,
+      { a, b },
+      { streams: STREAMS, samples: SAMPLES, windowMs: WINDOW_MS },
+    );
     attacks.push(attack);
-    attack.open(1);
-    const streamsOpen = (count: number) =>
-      eventually(
-        async () => {
-          attack.check();
-          return eventStreamsOpen(stack);
-        },
-        (open) => open === openBefore + count,
-        `${count} streams of B open at the webhooks service`,
-        60_000,
-        200,
-      );
-    // In waves, as a client pool would open them: a thousand at once would be a test of the gateway's limiter store.
-    const openUpTo = async (total: number) => {
-      while (attack.size < total) {
-        attack.open(Math.min(WAVE, total - attack.size));
-        await streamsOpen(attack.size);
-      }
-    };
-    await streamsOpen(1);
-    const oneStream = await databaseStatementRate(stack, WINDOW_MS);
-    await openUpTo(STREAMS);
-    const thousandStreams = await databaseStatementRate(stack, WINDOW_MS);
-    const attacked = await timeMerchantReads(stack, a, SAMPLES);
-    attack.check();
-    // The single stream once more, after: a drift of the stack's own work shows on both sides of the 1,000.
-    attack.closeAllBut(1);
-    await streamsOpen(1);
-    const oneStreamAfter = await databaseStatementRate(stack, WINDOW_MS);
 
     // The streams are live: one product of B reaches every one of them.
-    await openUpTo(STREAMS);
+    await attack.holdOpen(stack, STREAMS, { openBefore });
     const product = await call(stack, 'POST', '/api/v1/products', {
       token: b.token,
       body: { sku: `NB-STREAMS-${Date.now()}`, title: 'One for every stream', price: '1.00', currency: 'EUR' },
@@ -114,7 +73,7 @@ describe('neighbours on event streams: B holds 1,000 StreamEvents calls open', (
     const allowed = neighbourBound(quiet, quiet.p99 + 50);
     console.log(
       [
-        `      database statements/s (${stack.mode}): ${oneStream.perSecond.toFixed(1)} with 1 stream of B, ${thousandStreams.perSecond.toFixed(1)} with ${STREAMS}, ` +
+        `      database statements/s (${stack.mode}): ${oneStream.perSecond.toFixed(1)} with 1 stream of B, ${allStreams.perSecond.toFixed(1)} with ${STREAMS}, ` +
           `${oneStreamAfter.perSecond.toFixed(1)} with 1 again`,
         `      A's GET /api/v1/merchant quiet:    ${describeFigures(quiet)}`,
         `      A's GET /api/v1/merchant attacked: ${describeFigures(attacked)} (allowed p99 ${allowed.toFixed(1)} ms)`,
@@ -122,8 +81,8 @@ describe('neighbours on event streams: B holds 1,000 StreamEvents calls open', (
     );
     const oneStreamRate = Math.max(oneStream.perSecond, oneStreamAfter.perSecond);
     assert.ok(
-      thousandStreams.perSecond <= oneStreamRate * 1.1,
-      `${thousandStreams.perSecond.toFixed(1)} statements/s with ${STREAMS} streams, ${oneStreamRate.toFixed(1)} with one: more than 10 % apart`,
+      allStreams.perSecond <= oneStreamRate * 1.1,
+      `${allStreams.perSecond.toFixed(1)} statements/s with ${STREAMS} streams, ${oneStreamRate.toFixed(1)} with one: more than 10 % apart`,
     );
     assert.ok(
       attacked.p99 <= allowed,

@@ -4,13 +4,11 @@ import { createMerchant, E2E_WEBHOOK_ENV, eventually, sharedStack, type Stack, t
 import { describeFigures, latencyFigures, neighbourBound, type LatencyFigures } from '../src/harness/neighbours/latency.js';
 import {
   allDeliveries,
-  createProductsPaced,
-  deliveryLatencies,
   deliveryStages,
   deliveryWithAttempts,
   HangingEndpoint,
-  HangingEndpointsAttack,
-  subscribe,
+  measureDeliveryNeighbours,
+  type HangingEndpointsAttack,
 } from '../src/harness/neighbours/webhooks.js';
 
 /**
@@ -60,34 +58,17 @@ describe('neighbours on webhook delivery: an endpoint of B that never answers', 
     closing.push(fast);
     const hanging = await HangingEndpoint.start();
     closing.push(hanging);
-    await subscribe(stack, a, fast.url(), ['products.created']);
-
-    // A warm start (the endpoint's first answer moves it to the fast lane), then A alone.
-    await deliveryLatencies(fast, await createProductsPaced(stack, a, { count: 5, intervalMs: INTERVAL_MS, skuPrefix: 'A-WARM' }), 60_000);
-    const quietIds = await createProductsPaced(stack, a, { count: SAMPLES, intervalMs: INTERVAL_MS, skuPrefix: 'A-QUIET' });
-    const quiet = latencyFigures(await deliveryLatencies(fast, quietIds, 60_000));
-
-    // A wave each time the last one's requests time out, so B's requests hang throughout.
-    const attack = await HangingEndpointsAttack.prepare(stack, b, hanging, {
-      subscriptions: SUBSCRIPTIONS_OF_B,
-      productsPerWave: PRODUCTS_PER_WAVE,
-      waveEveryMs: TIMEOUT_MS,
-    });
-    await attack.wave();
-    await hanging.waitUntil(() => hanging.open > 0, 30_000, "B's first requests hanging");
-    attack.start();
-    let attackedIds: string[];
-    const held: number[] = [];
-    const sampling = setInterval(() => held.push(hanging.open), 50);
-    try {
-      attackedIds = await createProductsPaced(stack, a, { count: SAMPLES, intervalMs: INTERVAL_MS, skuPrefix: 'A-ATTACKED' });
-    } finally {
-      clearInterval(sampling);
-      await attack.stop();
-    }
-    const attacked = latencyFigures(await deliveryLatencies(fast, attackedIds, 60_000));
-    const holding = held.filter((count) => count > 0).length / held.length;
-    await report(stack, a, fast, attackedIds, { quiet, attacked, waves: attack.waves, holding, heldMost: Math.max(...held) });
+    const { quiet, attacked, attack, attackedIds, holding, heldMost } = await measureDeliveryNeighbours(
+      stack,
+      { a, b },
+      { fast, hanging },
+      {
+        samples: SAMPLES,
+        intervalMs: INTERVAL_MS,
+        attack: { subscriptions: SUBSCRIPTIONS_OF_B, productsPerWave: PRODUCTS_PER_WAVE, waveEveryMs: TIMEOUT_MS },
+      },
+    );
+    await report(stack, a, fast, attackedIds, { quiet, attacked, waves: attack.waves, holding, heldMost });
 
     assert.ok(holding >= 0.9, `B's requests hung while A was measured (in ${(holding * 100).toFixed(0)} % of the samples)`);
     const bound = neighbourBound(quiet, FLOOR_MS);

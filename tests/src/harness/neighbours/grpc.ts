@@ -14,6 +14,7 @@ import type { TestMerchant } from '../client.js';
 import { bearer } from '../grpc.js';
 import type { Stack } from '../stack.js';
 import { latencyFigures, type LatencyFigures } from './latency.js';
+import { stackMetric } from './metrics.js';
 
 /**
  * Neighbours on the public gRPC port (issue 29): connections that never authenticate, bulk
@@ -233,6 +234,39 @@ export class ConnectionAttack {
   }
 }
 
+export interface ConnectionNeighbours {
+  quiet: LatencyFigures;
+  attacked: LatencyFigures;
+  /** The attack, still replenishing: the caller waits for `allClosed` or closes it. */
+  attack: ConnectionAttack;
+  /** Connections of the attack open when A's last call was answered. */
+  openAtTheEnd: number;
+}
+
+/**
+ * The comparison of the neighbours test and bench: A's unary BatchCreateProducts calls over
+ * `samples` calls quiet, then while connections that never authenticate (`counts` of each kind)
+ * are held against the gateway, each opened again as it is closed.
+ */
+export async function measureConnectionNeighbours(
+  stack: Stack,
+  products: grpc.Client & Record<string, any>,
+  a: TestMerchant,
+  options: { samples: number; counts: Partial<Record<AttackKind, number>> },
+): Promise<ConnectionNeighbours> {
+  await timeUnaryCalls(products, a, 'NB-WARM', 20);
+  const quiet = await timeUnaryCalls(products, a, 'NB-QUIET', options.samples);
+  const attack = await ConnectionAttack.start(stack.grpcAddress, options.counts);
+  try {
+    const attacked = await timeUnaryCalls(products, a, 'NB-ATTACKED', options.samples);
+    attack.check();
+    return { quiet, attacked, attack, openAtTheEnd: attack.open };
+  } catch (error) {
+    attack.close();
+    throw error;
+  }
+}
+
 // ---- StreamEvents -------------------------------------------------------------------------------
 
 export interface HeldEventStream {
@@ -276,12 +310,6 @@ export async function refusalOf(stream: HeldEventStream, withinMs: number): Prom
 // ---- the gateway's own figures ------------------------------------------------------------------
 
 /** A metric of the gateway's admin listener, every sample whose labels include `labels` summed. */
-export async function gatewayMetric(stack: Stack, name: string, labels = ''): Promise<number> {
-  const text = await (await fetch(`${stack.adminUrl('gateway')}/metrics`)).text();
-  let sum = 0;
-  for (const line of text.split('\n')) {
-    if (!line.startsWith(name) || (line[name.length] !== ' ' && line[name.length] !== '{') || !line.includes(labels)) continue;
-    sum += Number(line.slice(line.lastIndexOf(' ') + 1));
-  }
-  return sum;
+export function gatewayMetric(stack: Stack, name: string, labels = ''): Promise<number> {
+  return stackMetric(stack, name, { services: ['gateway'], labels });
 }

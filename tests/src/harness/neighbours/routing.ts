@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { call, type ApiResponse } from '../client.js';
 import type { Stack } from '../stack.js';
 import { eventually } from '../wait.js';
+import { sequentialLatencies, type LatencyFigures } from './latency.js';
 
 /**
  * Rule routing under a hostile neighbour (issue 29): merchant B's rule is quadratic in the
@@ -76,7 +77,7 @@ export interface RuleBombOptions {
 
 /**
  * B's attack: its rule on `connections` connections, then `orders` orders in batches of at most
- * 150. Answers once every order's event is on the bus.
+ * 40. Answers once every order's event is on the bus.
  */
 export async function launchRuleBomb(stack: Stack, merchant: RoutingMerchant, destinationUrl: string, options: RuleBombOptions) {
   const source = await created(stack, merchant, '/api/v1/sources', { name: 'Flood', kind: 'storefront' });
@@ -162,4 +163,30 @@ export async function everyRecordRouted(stack: Stack, merchant: RoutingMerchant,
     1_000,
   );
   return done.routes;
+}
+
+export interface RoutingNeighbours {
+  quiet: LatencyFigures;
+  attacked: LatencyFigures;
+  bomb: Bomb;
+  /** B's records still waiting for a route when A's last order was routed: the attack lasted the whole measure if above 0. */
+  pendingAtEnd: number;
+}
+
+/**
+ * The comparison of the neighbours test and bench: A's order routing over `samples` orders quiet,
+ * then as many again while B's flood is routed. Each side routes through `destinations`.
+ */
+export async function measureRoutingNeighbours(
+  stack: Stack,
+  merchants: { a: RoutingMerchant; b: RoutingMerchant },
+  options: { samples: number; bomb: RuleBombOptions; destinations: { a: string; b: string } },
+): Promise<RoutingNeighbours> {
+  const victim = await routingVictim(stack, merchants.a, options.destinations.a);
+  await victim.routeOneOrder(); // the first routing starts the workers: not a quiet sample
+  const quiet = await sequentialLatencies(options.samples, () => victim.routeOneOrder());
+  const bomb = await launchRuleBomb(stack, merchants.b, options.destinations.b, options.bomb);
+  const attacked = await sequentialLatencies(options.samples, () => victim.routeOneOrder());
+  const { pending } = await floodRouting(stack, merchants.b, bomb);
+  return { quiet, attacked, bomb, pendingAtEnd: pending };
 }

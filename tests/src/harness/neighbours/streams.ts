@@ -2,34 +2,17 @@ import { create } from '@bufbuild/protobuf';
 import { EventService, StreamEventsRequestSchema, type StreamEventsResponse } from '@merx/contracts/grpc';
 import { grpc, grpcServiceDefinitionOf } from '@merx/kit';
 import { call, type TestMerchant } from '../client.js';
+import { eventually } from '../wait.js';
 import { bearer } from '../grpc.js';
-import type { AdminService, Stack } from '../stack.js';
+import type { Stack } from '../stack.js';
 import { latencyFigures, type LatencyFigures } from './latency.js';
+import { stackMetric } from './metrics.js';
 
 /**
  * Neighbours on StreamEvents (issue 29): merchant B holds many StreamEvents calls open while the
  * database load and merchant A's latency are measured. The helpers serve the end-to-end test and
  * a bench alike.
  */
-
-const ADMIN_SERVICES: AdminService[] = ['gateway', 'oauth', 'catalog', 'audit', 'webhooks', 'merchants', 'console'];
-
-/** The sum of every sample of a counter or gauge in a Prometheus text exposition. */
-function metricSum(text: string, name: string): number {
-  let sum = 0;
-  for (const line of text.split('\n')) {
-    if (!line.startsWith(name) || (line[name.length] !== ' ' && line[name.length] !== '{')) continue;
-    sum += Number(line.slice(line.lastIndexOf(' ') + 1));
-  }
-  return sum;
-}
-
-/** A metric summed over every process of the stack (one admin listener embedded, one per service distributed). */
-async function stackMetric(stack: Stack, name: string, services: AdminService[] = ADMIN_SERVICES): Promise<number> {
-  const urls = [...new Set(services.map((service) => stack.adminUrl(service)))];
-  const texts = await Promise.all(urls.map(async (url) => (await fetch(`${url}/metrics`)).text()));
-  return texts.reduce((sum, text) => sum + metricSum(text, name), 0);
-}
 
 /** Statements the stack's processes have sent to the database so far (merx_db_statements_total, every process). */
 export function databaseStatements(stack: Stack): Promise<number> {
@@ -70,7 +53,7 @@ export async function steadyDatabase(stack: Stack, { windowMs = 5_000, within = 
 
 /** StreamEvents calls the webhooks service holds open now (merx_event_streams_open). */
 export function eventStreamsOpen(stack: Stack): Promise<number> {
-  return stackMetric(stack, 'merx_event_streams_open', ['webhooks']);
+  return stackMetric(stack, 'merx_event_streams_open', { services: ['webhooks'] });
 }
 
 /** Lets one merchant hold `concurrent` StreamEvents calls at once: the operator's throttle override. */
@@ -154,6 +137,31 @@ export class StreamsAttack {
     return this.streams.reduce((sum, stream) => sum + stream.ids.size, 0);
   }
 
+  /**
+   * Opens streams until `total` are open at the webhooks service (`openBefore` being those of
+   * others), in waves of `wave` as a client pool would open them: a thousand at once would be a
+   * test of the gateway's limiter store.
+   */
+  async holdOpen(stack: Stack, total: number, { openBefore, wave = 100 }: { openBefore: number; wave?: number }): Promise<void> {
+    const openAtService = (count: number) =>
+      eventually(
+        async () => {
+          this.check();
+          return eventStreamsOpen(stack);
+        },
+        (open) => open === openBefore + count,
+        `${count} streams of B open at the webhooks service`,
+        60_000,
+        200,
+      );
+    if (this.size >= total) this.closeAllBut(total);
+    while (this.size < total) {
+      this.open(Math.min(wave, total - this.size));
+      await openAtService(this.size);
+    }
+    await openAtService(total);
+  }
+
   /** Ends the streams opened last, keeping the first `keep`. */
   closeAllBut(keep: number): void {
     for (const stream of this.streams.splice(keep)) {
@@ -198,4 +206,51 @@ export async function timeMerchantReads(stack: Stack, merchant: TestMerchant, co
     if (response.status !== 200) throw new Error(`GET /api/v1/merchant answered ${response.status} for merchant ${merchant.merchantId}`);
   }
   return latencyFigures(samples);
+}
+
+export interface StreamNeighbours {
+  quiet: LatencyFigures;
+  attacked: LatencyFigures;
+  /** The stack's statements per second with one stream of B, with all of them, and with one again. */
+  oneStream: StatementRate;
+  allStreams: StatementRate;
+  oneStreamAfter: StatementRate;
+  /** B's streams, left open (one of them): the caller closes them. */
+  attack: StreamsAttack;
+  openBefore: number;
+}
+
+/**
+ * The comparison of the neighbours test and bench: the stack's database statements per second
+ * with one of B's streams and with `streams` of them (one again after), and A's `GET
+ * /api/v1/merchant` over `samples` reads quiet and while B holds them all. B's cap is raised first.
+ */
+export async function measureStreamNeighbours(
+  stack: Stack,
+  merchants: { a: TestMerchant; b: TestMerchant },
+  options: { streams: number; samples: number; windowMs: number },
+): Promise<StreamNeighbours> {
+  const { a, b } = merchants;
+  await allowEventStreams(stack, b, options.streams);
+  const openBefore = await eventStreamsOpen(stack);
+  // A warm start (connections, caches, plans), nothing left over from earlier work, then A alone.
+  await timeMerchantReads(stack, a, 20);
+  await steadyDatabase(stack);
+  const quiet = await timeMerchantReads(stack, a, options.samples);
+  const attack = StreamsAttack.start(stack, b);
+  try {
+    await attack.holdOpen(stack, 1, { openBefore });
+    const oneStream = await databaseStatementRate(stack, options.windowMs);
+    await attack.holdOpen(stack, options.streams, { openBefore });
+    const allStreams = await databaseStatementRate(stack, options.windowMs);
+    const attacked = await timeMerchantReads(stack, a, options.samples);
+    attack.check();
+    // The single stream once more, after: a drift of the stack's own work shows on both sides.
+    await attack.holdOpen(stack, 1, { openBefore });
+    const oneStreamAfter = await databaseStatementRate(stack, options.windowMs);
+    return { quiet, attacked, oneStream, allStreams, oneStreamAfter, attack, openBefore };
+  } catch (error) {
+    attack.close();
+    throw error;
+  }
 }

@@ -3,6 +3,7 @@ import { createServer, type AddressInfo, type Server, type Socket } from 'node:n
 import type { WebhookReceiver } from '@merx/webhooks/testing';
 import { call, type ApiResponse, type TestMerchant } from '../client.js';
 import type { Stack } from '../stack.js';
+import { latencyFigures, type LatencyFigures } from './latency.js';
 
 /**
  * Neighbours on the webhook delivery engine (issue 29): merchant B points its subscriptions at a
@@ -315,4 +316,58 @@ export async function deliveryStages(stack: Stack, merchant: TestMerchant, recei
     stages.push({ toFanOut: made - Date.parse(request.json.created_at), toClaim: started - made, toReceiver: request.receivedAt.getTime() - started });
   }
   return stages;
+}
+
+export interface DeliveryNeighboursOptions {
+  /** A's deliveries timed per phase. */
+  samples: number;
+  /** A creates one product every so many ms: a steady load, each delivery timed on its own. */
+  intervalMs: number;
+  /** B's attack; a wave each time the last one's requests time out keeps B's requests hanging throughout. */
+  attack: Required<HangingAttackOptions>;
+}
+
+export interface DeliveryNeighbours {
+  quiet: LatencyFigures;
+  attacked: LatencyFigures;
+  attack: HangingEndpointsAttack;
+  attackedIds: string[];
+  /** The share of 50 ms samples in which B had requests hanging while A was measured, and the most at once. */
+  holding: number;
+  heldMost: number;
+}
+
+/**
+ * The comparison of the neighbours test and bench: A's deliveries to `fast` quiet, then while B's
+ * subscriptions to `hanging` are fed waves of products. A subscribes to products.created at `fast`.
+ */
+export async function measureDeliveryNeighbours(
+  stack: Stack,
+  merchants: { a: TestMerchant; b: TestMerchant },
+  endpoints: { fast: WebhookReceiver; hanging: HangingEndpoint },
+  options: DeliveryNeighboursOptions,
+): Promise<DeliveryNeighbours> {
+  const { a, b } = merchants;
+  const { fast, hanging } = endpoints;
+  const paced = (count: number, skuPrefix: string) => createProductsPaced(stack, a, { count, intervalMs: options.intervalMs, skuPrefix });
+  await subscribe(stack, a, fast.url(), ['products.created']);
+  // A warm start (the endpoint's first answer moves it to the fast lane), then A alone.
+  await deliveryLatencies(fast, await paced(5, 'A-WARM'), 60_000);
+  const quiet = latencyFigures(await deliveryLatencies(fast, await paced(options.samples, 'A-QUIET'), 60_000));
+
+  const attack = await HangingEndpointsAttack.prepare(stack, b, hanging, options.attack);
+  await attack.wave();
+  await hanging.waitUntil(() => hanging.open > 0, 30_000, "B's first requests hanging");
+  attack.start();
+  let attackedIds: string[];
+  const held: number[] = [];
+  const sampling = setInterval(() => held.push(hanging.open), 50);
+  try {
+    attackedIds = await paced(options.samples, 'A-ATTACKED');
+  } finally {
+    clearInterval(sampling);
+    await attack.stop();
+  }
+  const attacked = latencyFigures(await deliveryLatencies(fast, attackedIds, 60_000));
+  return { quiet, attacked, attack, attackedIds, holding: held.filter((count) => count > 0).length / held.length, heldMost: Math.max(...held) };
 }
