@@ -3,6 +3,7 @@ import { percentOfCore, type CpuUsage } from './cpu.js';
 import { LIMITER_SCENARIOS, limiterCost, pairedCosts, signedPercent } from './limiter.js';
 import { median, medianCpuPerOperation, type LoadSettings, type Measurement } from './load.js';
 import type { WebhookMeasurement } from './webhook-delivery.js';
+import { neighboursSection, type NeighbourRow } from './neighbours.js';
 
 export const SCENARIOS = {
   hello: 'bare `node:http` hello (ceiling)',
@@ -27,6 +28,8 @@ export interface ReportInput {
   measurements: Measurement[];
   /** The webhook scenario's runs (deliveries to a loopback receiver). */
   webhooks: WebhookMeasurement[];
+  /** The neighbours scenario's comparisons (issue 29). */
+  neighbours: NeighbourRow[];
   skipped: Skipped[];
   notes: string[];
 }
@@ -420,6 +423,7 @@ export function renderReport(input: ReportInput): string {
       wholePercent,
     ),
     ...webhookSection(input),
+    ...neighboursSection(input.neighbours),
     ...(input.notes.length ? ['', '## Notes', '', ...input.notes.map((note) => `- ${note}`)] : []),
     '',
   ].join('\n');

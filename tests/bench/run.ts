@@ -15,17 +15,19 @@ import { benchLimiter } from './limiter.js';
 import { summariseProfiles } from './profile.js';
 import { renderReport, SCENARIOS, type Skipped } from './report.js';
 import { benchWebhookDelivery, WEBHOOK_KNOBS, type WebhookMeasurement } from './webhook-delivery.js';
+import { benchNeighbours, NEIGHBOUR_KNOBS, type NeighbourRow } from './neighbours.js';
 
 /**
  * `npm run bench`: the bare Node ceiling, then the embedded and the distributed mode, each server
  * in its own process and autocannon in this one. Every scenario is measured BENCH_REPEATS times
  * (default 3) and reported as the median, CPU ms per operation first. Knobs: BENCH_DURATION,
- * BENCH_WARMUP (seconds), BENCH_REPEATS, BENCH_CONNECTIONS, BENCH_MODES (embedded,distributed), BENCH_SCENARIOS (hello,post,get,direct,limiter,webhooks,grpc), BENCH_GRPC_ITEMS,
+ * BENCH_WARMUP (seconds), BENCH_REPEATS, BENCH_CONNECTIONS, BENCH_MODES (embedded,distributed), BENCH_SCENARIOS (hello,post,get,direct,limiter,webhooks,grpc,neighbours), BENCH_GRPC_ITEMS,
  * BENCH_CPU_PROF (folder for --cpu-prof; profile one scenario at a time to tell them apart),
  * BENCH_DB_POOL_SIZE (the distributed services' PostgreSQL pool; their default otherwise),
  * BENCH_PG_HOST (a socket folder such as /var/run/postgresql: PostgreSQL over a Unix socket),
  * BENCH_PG_OPTIONS (server options for the distributed services' PostgreSQL sessions, e.g. auto_explain);
- * and the webhook scenario's own BENCH_WEBHOOK_* (webhook-delivery.ts; all listed in BENCHMARKS.md).
+ * the webhook scenario's own BENCH_WEBHOOK_* (webhook-delivery.ts) and the neighbours scenario's
+ * BENCH_NEIGHBOUR_SAMPLES (neighbours.ts); all listed in BENCHMARKS.md.
  */
 function positiveEnv(name: string, fallback: number): number {
   const value = Number(process.env[name] ?? fallback);
@@ -44,7 +46,7 @@ const modes = list('BENCH_MODES', 'embedded,distributed').map((mode) => {
   if (mode !== 'embedded' && mode !== 'distributed') throw new Error(`BENCH_MODES lists ${mode}; embedded and distributed exist`);
   return mode;
 });
-const scenarios = new Set(list('BENCH_SCENARIOS', 'hello,post,get,direct,limiter,webhooks,grpc'));
+const scenarios = new Set(list('BENCH_SCENARIOS', 'hello,post,get,direct,limiter,webhooks,grpc,neighbours'));
 const profileDir = process.env.BENCH_CPU_PROF ? path.resolve(process.env.BENCH_CPU_PROF) : undefined;
 
 const cleanups: Array<() => Promise<void>> = [];
@@ -239,6 +241,7 @@ async function main(): Promise<void> {
   const loadAverageAtStart = loadavg();
   const results: Measurement[] = [];
   const webhooks: WebhookMeasurement[] = [];
+  const neighbours: NeighbourRow[] = [];
   const skipped: Skipped[] = [];
   const notes: string[] = [];
   if (profileDir) {
@@ -273,6 +276,7 @@ async function main(): Promise<void> {
       webhooks.push(...delivery.measurements);
       notes.push(...delivery.notes);
     }
+    if (scenarios.has('neighbours')) neighbours.push(...(await benchNeighbours(name, { progress, track })));
   }
   notes.push(...auditNotes);
 
@@ -289,9 +293,10 @@ async function main(): Promise<void> {
     'BENCH_PG_HOST',
     'BENCH_PG_OPTIONS',
     ...WEBHOOK_KNOBS,
+    ...NEIGHBOUR_KNOBS,
   ];
   const command = [...knobs.filter((knob) => process.env[knob]).map((knob) => `${knob}=${process.env[knob]}`), 'npm run bench'].join(' ');
-  let report = renderReport({ startedAt, command, settings, nproc: nproc(), loadAverageAtStart, measurements: results, webhooks, skipped, notes });
+  let report = renderReport({ startedAt, command, settings, nproc: nproc(), loadAverageAtStart, measurements: results, webhooks, neighbours, skipped, notes });
   if (profileDir) report += ['', '## CPU profiles', '', ...summariseProfiles(profileDir)].join('\n');
   process.stdout.write(report);
   const out = path.join(repoRoot, 'bench-results');
