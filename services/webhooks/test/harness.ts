@@ -1,10 +1,23 @@
 import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
 import { createContractValidator } from '@merx/contracts';
-import { buildEvent, canonicalJson, createLogger, createPgliteDb, MemoryBus, newId, openPglite, type Db, type MerxEvent } from '@merx/kit';
+import {
+  buildEvent,
+  canonicalJson,
+  createLogger,
+  createPgliteDb,
+  installSecretKeyRing,
+  MemoryBus,
+  migrateSchema,
+  newId,
+  openPglite,
+  type Db,
+  type MerxEvent,
+} from '@merx/kit';
 import { ContractClient, createScratchDatabase, createTestTokenIssuer, testSecretKeys, type TestTokenIssuer } from '@merx/kit/testing';
 import { startWebhooks, type RunningWebhooks, type WebhookSettings } from '../src/index.js';
 import { webhookSettingsFromEnv } from '../src/settings.js';
+import { WEBHOOKS_SCHEMA, webhooksMigrations } from '../src/store/migrations.js';
 import type { EventStreamTiming } from '../src/usecases/event-stream.js';
 import type { HostResolver, SecretKeyRing } from '@merx/kit';
 
@@ -187,4 +200,21 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       await drop?.();
     },
   };
+}
+
+/**
+ * A scratch PostgreSQL database with the webhooks schema migrated, for one suite (the store's
+ * statements on their own, no service): call it in the describe, read the database in tests.
+ */
+export function useMigratedScratchDatabase(prefix: string): () => Db {
+  let database: { db: Db; drop(): Promise<void> } | undefined;
+  before(async () => {
+    installSecretKeyRing(testSecretKeys());
+    database = await createScratchDatabase(prefix);
+    await migrateSchema(database.db, WEBHOOKS_SCHEMA, webhooksMigrations);
+  });
+  after(async () => {
+    await database?.drop();
+  });
+  return () => database!.db;
 }

@@ -1,12 +1,10 @@
 import assert from 'node:assert/strict';
-import { installSecretKeyRing, migrateSchema, newId, trustedMerchantId, type Db } from '@merx/kit';
-import { createScratchDatabase, testSecretKeys } from '@merx/kit/testing';
+import { newId, trustedMerchantId, type Db } from '@merx/kit';
 import { generateWebhookSecret } from '../src/delivery/signing.js';
 import { claimDueDeliveries, type ClaimLimits } from '../src/store/claims-store.js';
 import { insertDeliveries } from '../src/store/deliveries-store.js';
-import { WEBHOOKS_SCHEMA, webhooksMigrations } from '../src/store/migrations.js';
 import { insertSubscriptionForMerchant } from '../src/store/subscriptions-store.js';
-import { startHarness, testSettings, type Harness } from './harness.js';
+import { startHarness, testSettings, useMigratedScratchDatabase, type Harness } from './harness.js';
 import { WebhookReceiver } from './receiver.js';
 
 /**
@@ -16,19 +14,11 @@ import { WebhookReceiver } from './receiver.js';
  */
 describe('delivery lanes and caps per merchant, in PostgreSQL', function () {
   this.timeout(30_000);
+  const scratch = useMigratedScratchDatabase('webhooks_lanes_test');
   let db: Db;
-  let drop: () => Promise<void>;
+  before(() => void (db = scratch()));
   const start = new Date('2030-01-01T00:00:00.000Z');
   const at = (ms: number) => new Date(start.getTime() + ms);
-
-  before(async () => {
-    installSecretKeyRing(testSecretKeys());
-    ({ db, drop } = await createScratchDatabase('webhooks_lanes_test'));
-    await migrateSchema(db, WEBHOOKS_SCHEMA, webhooksMigrations);
-  });
-  after(async () => {
-    await drop();
-  });
 
   /** A merchant's endpoints, each with `perEndpoint` deliveries due at `dueAt`; `lanes` says which are slow. */
   async function merchantWith(lanes: Array<'fast' | 'slow'>, perEndpoint: number, dueAt = at(0)) {

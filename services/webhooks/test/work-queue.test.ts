@@ -1,15 +1,13 @@
 import assert from 'node:assert/strict';
-import { buildEvent, installSecretKeyRing, migrateSchema, newId, sealSecret, trustedMerchantId, type Db } from '@merx/kit';
-import { createScratchDatabase, testSecretKeys } from '@merx/kit/testing';
+import { buildEvent, newId, sealSecret, trustedMerchantId, type Db } from '@merx/kit';
 import { generateWebhookSecret } from '../src/delivery/signing.js';
 import { toWebhookPayload } from '../src/domain/delivery.js';
 import { insertDeliveries } from '../src/store/deliveries-store.js';
 import { insertEvents } from '../src/store/events-store.js';
-import { WEBHOOKS_SCHEMA, webhooksMigrations } from '../src/store/migrations.js';
 import { insertSubscriptionForMerchant } from '../src/store/subscriptions-store.js';
 import { claimDueDeliveries, OpenedSecrets } from '../src/store/claims-store.js';
 import { beatWorker, recordAttempts, releaseClaimsOfDeadWorkers, type AttemptResult } from '../src/store/work-queue-store.js';
-import { productObject } from './harness.js';
+import { productObject, useMigratedScratchDatabase } from './harness.js';
 
 /**
  * The work queue's statements on their own, against PostgreSQL: what a claim takes and leaves,
@@ -18,20 +16,11 @@ import { productObject } from './harness.js';
  */
 describe('the work queue in PostgreSQL', function () {
   this.timeout(30_000);
+  const scratch = useMigratedScratchDatabase('webhooks_queue_test');
   let db: Db;
-  let drop: () => Promise<void>;
+  before(() => void (db = scratch()));
   const start = new Date('2030-01-01T00:00:00.000Z');
   const at = (ms: number) => new Date(start.getTime() + ms);
-
-  before(async () => {
-    installSecretKeyRing(testSecretKeys());
-    ({ db, drop } = await createScratchDatabase('webhooks_queue_test'));
-    await migrateSchema(db, WEBHOOKS_SCHEMA, webhooksMigrations);
-  });
-
-  after(async () => {
-    await drop();
-  });
 
   /** A merchant with `endpoints` subscriptions and `perEndpoint` deliveries due to each, one event per delivery, in due order. */
   async function queue(endpoints: number, perEndpoint: number) {
@@ -329,18 +318,10 @@ describe('the work queue in PostgreSQL', function () {
 
 describe('the work queue with cached plans and stale statistics (PostgreSQL)', function () {
   this.timeout(60_000);
+  const scratch = useMigratedScratchDatabase('webhooks_plans_test');
   let db: Db;
-  let drop: () => Promise<void>;
+  before(() => void (db = scratch()));
   const at = (ms: number) => new Date(Date.parse('2030-01-01T00:00:00.000Z') + ms);
-
-  before(async () => {
-    installSecretKeyRing(testSecretKeys());
-    ({ db, drop } = await createScratchDatabase('webhooks_plans_test'));
-    await migrateSchema(db, WEBHOOKS_SCHEMA, webhooksMigrations);
-  });
-  after(async () => {
-    await drop();
-  });
 
   const succeeded = (merchantId: string, delivery: { id: string; endpointId: string }): AttemptResult => ({
     merchantId,

@@ -242,20 +242,23 @@ export async function startGrpcServer(options: {
     server,
     port,
     address: `${host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host}:${port}`,
-    stop: () =>
-      new Promise<void>((resolve) => {
-        // In-flight calls get a moment to finish; streams that never end (StreamEvents) are cut.
-        const force = setTimeout(() => {
-          server.forceShutdown();
-          resolve();
-        }, 2_000);
-        force.unref();
-        server.tryShutdown(() => {
-          clearTimeout(force);
-          resolve();
-        });
-      }),
+    stop: () => shutDownGrpcServer(server),
   };
+}
+
+/** Calls in flight get `graceMs` to finish; then the rest, streams that never end (StreamEvents) among them, are cut. */
+export function shutDownGrpcServer(server: grpc.Server, graceMs = 2_000): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const force = setTimeout(() => {
+      server.forceShutdown();
+      resolve();
+    }, graceMs);
+    force.unref();
+    server.tryShutdown(() => {
+      clearTimeout(force);
+      resolve();
+    });
+  });
 }
 
 /** Runs a unary handler: auth, context, and errors as statuses. */

@@ -22,6 +22,7 @@ import {
   GRPC_MAX_MESSAGE_BYTES,
   newId,
   RateLimited,
+  shutDownGrpcServer,
   type AccessClaims,
   type Logger,
   type RunningGrpcServer,
@@ -312,17 +313,7 @@ export async function startGrpcEdge(deps: GrpcEdgeDeps): Promise<RunningGrpcEdge
       for (const name of ['', ...Object.values(grpcServices).map((service) => service.typeName)]) health.setStatus(name, 'NOT_SERVING');
       // No new connections; those open get a GOAWAY, calls in flight a moment to finish, and streams that never end (StreamEvents) are cut.
       const closed = listener.close();
-      await new Promise<void>((resolve) => {
-        const force = setTimeout(() => {
-          server.forceShutdown();
-          resolve();
-        }, 2_000);
-        force.unref();
-        server.tryShutdown(() => {
-          clearTimeout(force);
-          resolve();
-        });
-      });
+      await shutDownGrpcServer(server);
       guard.destroyAll();
       await closed;
       for (const client of Object.values(clients)) client.close();
