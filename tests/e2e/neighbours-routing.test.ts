@@ -34,6 +34,12 @@ describe('neighbours: rule routing under a merchant whose every rule runs out of
       { a, b },
       { samples: 100, bomb: { orders: 20, connections: 1 }, destinations: { a: receiver.url('/a'), b: receiver.url('/b') } },
     );
+    console.log(
+      [
+        `      A's order routing (${stack.mode}) quiet:    ${describeFigures(quiet)}`,
+        `      A's order routing (${stack.mode}) attacked: ${describeFigures(attacked)}; B's records still pending at the end: ${pendingAtEnd} of ${bomb.orders}`,
+      ].join('\n'),
+    );
     assert.ok(pendingAtEnd > 0, "B's flood was still being routed when A's last order was: the attack lasted the whole measure");
     // Twice the quiet p99, but not below 250 ms: a quiet p99 of 60 ms doubles in the noise of a busy two-core machine.
     const bound = neighbourBound(quiet, 250);
