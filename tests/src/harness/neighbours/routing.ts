@@ -98,10 +98,9 @@ export async function launchRuleBomb(stack: Stack, merchant: RoutingMerchant, de
   }
   const items = Array.from({ length: options.items ?? 3_000 }, (_, i) => i + 0.5);
   const prefix = `B-${Date.now()}`;
-  for (let first = 0; first < options.orders; first += 150) {
-    const batch = Array.from({ length: Math.min(150, options.orders - first) }, (_, i) =>
-      order(`${prefix}-${first + i}`, { total: 1, currency: 'EUR', items }),
-    );
+  // 40 records of 3,000 numbers are about 800 KB, within the gateway's 1 MiB body.
+  for (let first = 0; first < options.orders; first += 40) {
+    const batch = Array.from({ length: Math.min(40, options.orders - first) }, (_, i) => order(`${prefix}-${first + i}`, { total: 1, currency: 'EUR', items }));
     await ingest(stack, merchant, source.id, batch);
   }
   await floodTakenIn(stack, merchant, options.orders);
