@@ -17,6 +17,7 @@ import {
 import { ContractClient, createScratchDatabase, createTestTokenIssuer, testSecretKeys, type TestTokenIssuer } from '@merx/kit/testing';
 import { startWebhooks, type RunningWebhooks, type WebhookSettings } from '../src/index.js';
 import { webhookSettingsFromEnv } from '../src/settings.js';
+import type { NewDelivery } from '../src/store/deliveries-store.js';
 import { WEBHOOKS_SCHEMA, webhooksMigrations } from '../src/store/migrations.js';
 import type { EventStreamTiming } from '../src/usecases/event-stream.js';
 import type { HostResolver, SecretKeyRing } from '@merx/kit';
@@ -217,4 +218,25 @@ export function useMigratedScratchDatabase(prefix: string): () => Db {
     await database?.drop();
   });
   return () => database!.db;
+}
+
+/** A new pending delivery to a subscription, as fan-out makes one (a fresh event unless `eventId`, a stored payload unless `payloadText`). */
+export function pendingSubscriptionDelivery(
+  merchantId: string,
+  endpointId: string,
+  event: { eventId?: string; topic?: string; payloadText?: string | null } = {},
+): NewDelivery {
+  return {
+    merchantId,
+    id: newId('del'),
+    eventId: event.eventId ?? newId('evt'),
+    topic: event.topic ?? 'products.created',
+    endpointKind: 'subscription',
+    endpointId,
+    payloadText: event.payloadText === undefined ? '{}' : event.payloadText,
+    routedId: null,
+    status: 'pending',
+    lastError: null,
+    replayOf: null,
+  };
 }

@@ -4,7 +4,7 @@ import { generateWebhookSecret } from '../src/delivery/signing.js';
 import { claimDueDeliveries, type ClaimLimits } from '../src/store/claims-store.js';
 import { insertDeliveries } from '../src/store/deliveries-store.js';
 import { insertSubscriptionForMerchant } from '../src/store/subscriptions-store.js';
-import { startHarness, testSettings, useMigratedScratchDatabase, type Harness } from './harness.js';
+import { pendingSubscriptionDelivery, startHarness, testSettings, useMigratedScratchDatabase, type Harness } from './harness.js';
 import { WebhookReceiver } from './receiver.js';
 
 /**
@@ -40,21 +40,7 @@ describe('delivery lanes and caps per merchant, in PostgreSQL', function () {
     await db.transaction((tx) =>
       insertDeliveries(
         tx,
-        endpoints.flatMap((endpointId) =>
-          Array.from({ length: perEndpoint }, () => ({
-            merchantId,
-            id: newId('del'),
-            eventId: newId('evt'),
-            topic: 'products.created',
-            endpointKind: 'subscription' as const,
-            endpointId,
-            payloadText: '{}',
-            routedId: null,
-            status: 'pending' as const,
-            lastError: null,
-            replayOf: null,
-          })),
-        ),
+        endpoints.flatMap((endpointId) => Array.from({ length: perEndpoint }, () => pendingSubscriptionDelivery(merchantId, endpointId))),
         dueAt,
       ),
     );

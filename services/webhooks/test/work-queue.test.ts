@@ -7,7 +7,7 @@ import { insertEvents } from '../src/store/events-store.js';
 import { insertSubscriptionForMerchant } from '../src/store/subscriptions-store.js';
 import { claimDueDeliveries, OpenedSecrets } from '../src/store/claims-store.js';
 import { beatWorker, recordAttempts, releaseClaimsOfDeadWorkers, type AttemptResult } from '../src/store/work-queue-store.js';
-import { productObject, useMigratedScratchDatabase } from './harness.js';
+import { pendingSubscriptionDelivery, productObject, useMigratedScratchDatabase } from './harness.js';
 
 /**
  * The work queue's statements on their own, against PostgreSQL: what a claim takes and leaves,
@@ -48,19 +48,7 @@ describe('the work queue in PostgreSQL', function () {
       // Each event's deliveries become due a millisecond after the previous event's.
       await db.transaction(async (tx) => {
         await insertEvents(tx, [{ id: event.id, merchantId, topic: event.topic, createdAt: start, payload, payloadText: payloads.get(event.id)! }]);
-        const made = subscriptions.map((s) => ({
-          merchantId,
-          id: newId('del'),
-          eventId: event.id,
-          topic: event.topic,
-          endpointKind: 'subscription' as const,
-          endpointId: s.id,
-          payloadText: null,
-          routedId: null,
-          status: 'pending' as const,
-          lastError: null,
-          replayOf: null,
-        }));
+        const made = subscriptions.map((s) => pendingSubscriptionDelivery(merchantId, s.id, { eventId: event.id, topic: event.topic, payloadText: null }));
         await insertDeliveries(tx, made, at(n));
         for (const delivery of made) deliveries.get(delivery.endpointId)!.push(delivery.id);
       });
@@ -355,23 +343,10 @@ describe('the work queue with cached plans and stale statistics (PostgreSQL)', f
       );
       endpoints.push(id);
     }
-    const delivery = (endpointId: string) => ({
-      merchantId,
-      id: newId('del'),
-      eventId: newId('evt'),
-      topic: 'products.created',
-      endpointKind: 'subscription' as const,
-      endpointId,
-      payloadText: '{}',
-      routedId: null,
-      status: 'pending' as const,
-      lastError: null,
-      replayOf: null,
-    });
     await db.transaction((tx) =>
       insertDeliveries(
         tx,
-        endpoints.flatMap((endpointId) => Array.from({ length: perEndpoint }, () => delivery(endpointId))),
+        endpoints.flatMap((endpointId) => Array.from({ length: perEndpoint }, () => pendingSubscriptionDelivery(merchantId, endpointId))),
         at(0),
       ),
     );
